@@ -1,0 +1,248 @@
+// Batch-1 bf16 GEMV: our kernels against cuBLAS on the decode shapes of
+// design.md (LLaMA-7B, low-rank ratio 0.5), inside CUDA graphs, with enough
+// weight copies in rotation that L2 cannot serve them. Prints a sweep of
+// launch shapes per matrix, then a summary table (last, for short logs).
+//
+// Build and run from the repository root (CUDA 13, H100/H200):
+//   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_buffer.h"
+#include "backends/cuda/gemv.h"
+
+using namespace fsvd::cuda;
+
+namespace {
+
+constexpr double kPeakBytesPerSecond = 4.24e12;  // measured H200 copy bandwidth (design.md)
+constexpr int kRepeats = 11;                      // graph replays timed; the median is reported
+constexpr int kMinLaunchesPerGraph = 200;
+
+enum class Kind { Plain, Residual, SiluMul, Norm };
+
+struct Shape {
+  const char* name;
+  int64_t rows, cols;  // of W as launched (gate|up counts both halves)
+  Kind kind;
+};
+
+const Shape kShapes[] = {
+    {"qkv first factor", 3072, 4096, Kind::Plain},
+    {"q second factor", 4096, 1024, Kind::Plain},
+    {"o first factor", 1024, 4096, Kind::Plain},
+    {"gate|up first factor", 2984, 4096, Kind::Plain},
+    {"gate second factor", 11008, 1492, Kind::Plain},
+    {"down first factor", 1492, 11008, Kind::Plain},
+    {"down second factor", 4096, 1492, Kind::Plain},
+    {"dense q", 4096, 4096, Kind::Plain},
+    {"dense up", 11008, 4096, Kind::Plain},
+    // The fused forms the decode path uses (cuBLAS runs the bare GEMV of the same matrix).
+    {"norm+qkv first factor", 3072, 4096, Kind::Norm},
+    {"norm+gate|up first f.", 2984, 4096, Kind::Norm},
+    {"silu(gate)*up second", 2 * 11008, 1492, Kind::SiluMul},
+    {"o second factor +res", 4096, 1024, Kind::Residual},
+    {"down second f. +res", 4096, 1492, Kind::Residual},
+};
+
+// Uniform values in [-1, 1) from a hash of the index: fast, reproducible, never zero-filled.
+__device__ float hashed_uniform(uint64_t i, uint64_t seed) {
+  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f;
+}
+
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    p[i] = __float2bfloat16(hashed_uniform(i, seed));
+}
+
+__global__ void bf16_to_f32(const __nv_bfloat16* in, float* out, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    out[i] = __bfloat162float(in[i]);
+}
+
+// Median microseconds per enqueue() call, timed as graph replays of `launches` calls.
+double time_per_call(cudaStream_t stream, int launches, const std::function<void(int)>& enqueue) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) enqueue(i);
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t start, stop;
+  FSVD_CUDA_CHECK(cudaEventCreate(&start));
+  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
+  for (int warm = 0; warm < 2; ++warm) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  std::vector<double> us;
+  for (int r = 0; r < kRepeats; ++r) {
+    FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
+    FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
+    FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(1000.0 * ms / launches);
+  }
+  FSVD_CUDA_CHECK(cudaEventDestroy(start));
+  FSVD_CUDA_CHECK(cudaEventDestroy(stop));
+  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
+double percent_of_peak(double bytes, double us) { return 100.0 * bytes / (us * 1e-6) / kPeakBytesPerSecond; }
+
+double relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    num += double(a[i] - b[i]) * (a[i] - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+struct Row {
+  std::string name, shape, auto_plan, best_plan;
+  double mb, cublas_us, ours_us, ours_pdl_us, ours_f32x_us, best_us, diff;
+};
+
+int run() {
+  int device = 0;
+  cudaDeviceProp prop{};
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::printf("device %s: %d SMs, L2 %.0f MB, peak used for %%: %.2f TB/s\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize / 1e6, kPeakBytesPerSecond / 1e12);
+
+  cudaStream_t stream;
+  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle;
+  FSVD_CUDA_CHECK(cublasCreate(&handle));
+  FSVD_CUDA_CHECK(cublasSetStream(handle, stream));
+  DeviceBuffer<char> cublas_ws(32 << 20);  // graph capture must not allocate
+  FSVD_CUDA_CHECK(cublasSetWorkspace(handle, cublas_ws.data(), cublas_ws.bytes()));
+
+  std::vector<Row> rows;
+  for (const Shape& s : kShapes) {
+    const int64_t ld = (s.cols + 7) / 8 * 8;
+    const double bytes = double(s.rows) * s.cols * 2;
+    const int copies = static_cast<int>(std::max<double>(3, std::ceil(4.0 * prop.l2CacheSize / bytes)));
+    const int launches = (kMinLaunchesPerGraph + copies - 1) / copies * copies;
+    const size_t per_copy = size_t(s.rows) * ld;
+
+    DeviceBuffer<__nv_bfloat16> w(per_copy * copies), x_bf16(2 * s.cols);
+    DeviceBuffer<float> x_f32(2 * s.cols), gain(s.cols), y(s.rows), y_ref(s.rows);
+    fill_bf16<<<1024, 256, 0, stream>>>(w.data(), w.size(), 1);
+    fill_bf16<<<64, 256, 0, stream>>>(x_bf16.data(), x_bf16.size(), 2);
+    bf16_to_f32<<<64, 256, 0, stream>>>(x_bf16.data(), x_f32.data(), x_f32.size());
+    {
+      std::vector<float> ones(s.cols, 1.0f);
+      gain.upload(ones);
+    }
+    FSVD_CUDA_CHECK(cudaGetLastError());
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+    auto matrix = [&](int i) { return Bf16Matrix{w.data() + size_t(i % copies) * per_copy, s.rows, s.cols, ld}; };
+    const auto* xb = x_bf16.data();
+    auto ours = [&](int i, GemvConfig cfg, bool f32_input) {
+      const DeviceVec x = f32_input ? DeviceVec::f32(x_f32.data()) : DeviceVec::bf16_values(xb);
+      const DeviceVec x_up = f32_input ? DeviceVec::f32(x_f32.data() + s.cols) : DeviceVec::bf16_values(xb + s.cols);
+      switch (s.kind) {
+        case Kind::Plain: gemv(matrix(i), x, y.data(), stream, cfg); break;
+        case Kind::Residual: gemv_residual(matrix(i), x, y.data(), stream, cfg); break;
+        case Kind::SiluMul: gemv_silu_mul(matrix(i), x, x_up, y.data(), stream, cfg); break;
+        case Kind::Norm: rmsnorm_gemv(matrix(i), x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
+      }
+    };
+    const float one = 1.0f, zero = 0.0f;
+    auto cublas = [&](int i) {
+      FSVD_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(s.rows), 1, int(s.cols), &one,
+                                   matrix(i).data, CUDA_R_16BF, int(ld), xb, CUDA_R_16BF, int(s.cols),
+                                   s.kind == Kind::Residual ? &one : &zero, y_ref.data(), CUDA_R_32F,
+                                   int(s.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    };
+
+    Row r;
+    r.name = s.name;
+    r.shape = "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
+    r.mb = bytes / 1e6;
+    const bool f32_input = s.kind == Kind::Norm;
+    const GemvPlan plan = plan_gemv(s.rows, s.cols, s.kind == Kind::SiluMul, {}, prop.multiProcessorCount);
+    r.auto_plan = std::to_string(plan.warps) + "w x " + std::to_string(plan.splits) + "s";
+    r.cublas_us = time_per_call(stream, launches, cublas);
+    r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, f32_input); });
+    r.ours_f32x_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, true); });
+    r.ours_pdl_us = time_per_call(stream, launches, [&](int i) { ours(i, {0, 0, true}, f32_input); });
+
+    // Same matrix, same input: ours against cuBLAS (plain GEMVs only; the fused
+    // epilogues are checked against the CPU in tests/backends/cuda).
+    r.diff = NAN;
+    if (s.kind == Kind::Plain) {
+      ours(0, {}, false);
+      cublas(0);
+      FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+      r.diff = relative_diff(y.download(), y_ref.download());
+    }
+
+    std::printf("\n%s %s, %.1f MB, %d copies, %d launches/graph; cuBLAS %.2f us\n", s.name, r.shape.c_str(),
+                r.mb, copies, launches, r.cublas_us);
+    std::printf("  warps splits chunk  tiles  CTAs     us   %%peak\n");
+    r.best_us = INFINITY;
+    std::vector<std::pair<int, int>> seen;
+    for (int warps : {2, 4, 8})
+      for (int splits : {1, 2, 3, 4, 5, 6, 7, 8}) {
+        const GemvPlan p = plan_gemv(s.rows, s.cols, s.kind == Kind::SiluMul, {warps, splits}, prop.multiProcessorCount);
+        if (std::find(seen.begin(), seen.end(), std::make_pair(warps, p.splits)) != seen.end()) continue;
+        seen.emplace_back(warps, p.splits);
+        const double us = time_per_call(stream, launches, [&](int i) { ours(i, {warps, splits}, f32_input); });
+        std::printf("  %5d %6d %5d %6d %5d %6.2f %6.1f%s\n", warps, p.splits, p.chunk_cols, p.tiles,
+                    p.tiles * p.splits, us, percent_of_peak(bytes, us),
+                    warps == plan.warps && p.splits == plan.splits ? "  <- auto" : "");
+        if (us < r.best_us) {
+          r.best_us = us;
+          r.best_plan = std::to_string(warps) + "w x " + std::to_string(p.splits) + "s";
+        }
+      }
+    rows.push_back(r);
+  }
+
+  std::printf("\nSummary (us per call inside a CUDA graph, median of %d replays; %% of %.2f TB/s; x bf16 "
+              "except norm rows; +PDL: early_weights, back-to-back calls overlap; best: sweep without PDL)\n",
+              kRepeats, kPeakBytesPerSecond / 1e12);
+  std::printf("%-22s %-14s %6s | %7s %5s | %7s %5s %-9s | %7s %5s | %7s | %7s %-9s | %s\n", "matrix",
+              "[out, in]", "MB", "cuBLAS", "%", "ours", "%", "plan", "+PDL", "%", "x fp32", "best", "plan",
+              "rel.diff vs cuBLAS");
+  for (const Row& r : rows)
+    std::printf("%-22s %-14s %6.1f | %7.2f %5.1f | %7.2f %5.1f %-9s | %7.2f %5.1f | %7.2f | %7.2f %-9s | %.1e\n",
+                r.name.c_str(), r.shape.c_str(), r.mb, r.cublas_us, percent_of_peak(r.mb * 1e6, r.cublas_us),
+                r.ours_us, percent_of_peak(r.mb * 1e6, r.ours_us), r.auto_plan.c_str(), r.ours_pdl_us,
+                percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(), r.diff);
+  FSVD_CUDA_CHECK(cublasDestroy(handle));
+  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemv_bench: %s\n", e.what());
+    return 1;
+  }
+}

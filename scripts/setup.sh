@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the build and test dependencies (Debian packages) when missing.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config python3 python3-pip
+          libopenblas-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libssl-dev libpcre2-dev
+          libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev libomp-14-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+fi

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test: the unit/integration suite (GPU tests
+# skip without a GPU), then each fuzz target for FUZZ_SECONDS (default 20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+
+# The default model's reference tests need the GGUF; fetch it once (skipped offline).
+if model=$(build/flashsvd pull 2>/dev/null); then
+  export FLASHSVD_SMOLLM2_GGUF="$model"
+else
+  echo "note: default model unavailable (offline?); its reference tests will skip" >&2
+fi
+ctest --test-dir build --output-on-failure -j"$(nproc)"
+
+# Fuzz targets: everything instrumented (ASan + UBSan + libFuzzer), CUDA off.
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHSVD_FUZZ=ON >&2
+targets=$(cd fuzz && ls *.cpp | sed 's/\.cpp$//')
+cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' $targets) >&2
+for t in $targets; do
+  corpus=$(mktemp -d)
+  [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$corpus/"
+  echo "fuzzing $t for ${FUZZ_SECONDS:-20}s" >&2
+  build-fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 -print_final_stats=0 "$corpus" 2>&1 | tail -n 2 >&2
+  rm -rf "$corpus"
+done
+echo "all tests passed" >&2

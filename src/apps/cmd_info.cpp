@@ -1,0 +1,69 @@
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "apps/commands.h"
+#include "apps/model_flags.h"
+#include "families/load.h"
+#include "model/summary.h"
+
+namespace fsvd {
+namespace {
+
+nlohmann::json to_json(const Model& m, const ModelSummary& s) {
+  const ModelConfig& c = m.config;
+  nlohmann::json j = {
+      {"source", m.source}, {"family", m.family},
+      {"config", {{"hidden", c.hidden}, {"intermediate", c.intermediate}, {"layers", c.n_layers},
+                  {"heads", c.n_heads}, {"kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},
+                  {"vocab", c.vocab}, {"max_seq", c.max_seq}, {"rope_theta", c.rope_theta},
+                  {"rope_scaling", c.rope_scaling.type}, {"rms_eps", c.rms_eps},
+                  {"tied_embeddings", c.tied_embeddings}}},
+      {"params", s.unique_params}, {"dense_params", s.dense_params},
+      {"bytes_fp32", s.unique_params * 4}, {"bytes_bf16", s.unique_params * 2}};
+  for (const LinearSummary& l : s.linears)
+    j["linears"].push_back({{"layer", l.layer}, {"name", l.name}, {"out", l.out}, {"in", l.in},
+                            {"rank", l.rank}, {"shared", l.shared}, {"params", l.params}});
+  return j;
+}
+
+void print_text(const Model& m, const ModelSummary& s) {
+  const ModelConfig& c = m.config;
+  std::printf("source        %s\nfamily        %s\n", m.source.c_str(), m.family.c_str());
+  std::printf("architecture  llama: hidden %d, intermediate %d, layers %d, heads %d, kv heads %d, head_dim %d\n",
+              c.hidden, c.intermediate, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim);
+  std::printf("              vocab %d, context %d, rope theta %g (scaling %s), rms eps %g, tied embeddings %s\n",
+              c.vocab, c.max_seq, c.rope_theta, c.rope_scaling.type.c_str(), c.rms_eps,
+              c.tied_embeddings ? "yes" : "no");
+  std::printf("\n%-7s %-8s %-16s %-8s %-8s %12s\n", "layer", "linear", "shape [out, in]", "rank", "basis",
+              "params");
+  for (const LinearSummary& l : s.linears) {
+    const std::string layer = l.layer < 0 ? "-" : std::to_string(l.layer);
+    const std::string shape = "[" + std::to_string(l.out) + ", " + std::to_string(l.in) + "]";
+    const std::string rank = l.rank < 0 ? "dense" : std::to_string(l.rank);
+    std::printf("%-7s %-8s %-16s %-8s %-8s %12lld\n", layer.c_str(), l.name.c_str(), shape.c_str(),
+                rank.c_str(), l.shared ? "shared" : "private", static_cast<long long>(l.params));
+  }
+  std::printf("\nparameters    %lld (dense equivalent %lld, %.1f%%)\n", static_cast<long long>(s.unique_params),
+              static_cast<long long>(s.dense_params), 100.0 * s.unique_params / s.dense_params);
+  std::printf("bytes         %.1f MB as fp32, %.1f MB as bf16\n", s.unique_params * 4e-6, s.unique_params * 2e-6);
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Show the architecture and every linear (shape, rank, sharing)");
+  auto flags = add_model_flags(*cmd);
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  cmd->callback([flags, json] {
+    const Model model = load_model(resolve_model_path(*flags), LoadOptions{flags->family});
+    const ModelSummary summary = summarize(model);
+    if (*json)
+      std::printf("%s\n", to_json(model, summary).dump(2).c_str());
+    else
+      print_text(model, summary);
+  });
+}
+
+}  // namespace fsvd

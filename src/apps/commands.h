@@ -1,0 +1,12 @@
+#pragma once
+// Each CLI subcommand registers its flags and its action on the app.
+#include <CLI/CLI.hpp>
+
+namespace fsvd {
+
+void add_generate_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_pull_command(CLI::App& app);
+
+}  // namespace fsvd

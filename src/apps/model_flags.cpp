@@ -1,0 +1,21 @@
+#include "apps/model_flags.h"
+
+#include "apps/default_model.h"
+
+namespace fsvd {
+
+std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd) {
+  auto flags = std::make_shared<ModelFlags>();
+  cmd.add_option("-m,--model", flags->model,
+                 "Model file or directory (GGUF, llama2.c .bin, Hugging Face dir); default: SmolLM2-135M-Instruct");
+  cmd.add_option("--family", flags->family, "Force a checkpoint family instead of detecting it");
+  cmd.add_option("--tokenizer", flags->tokenizer,
+                 "Tokenizer file (llama2.c .bin, SentencePiece .model, tokenizer.json) when not in the model");
+  return flags;
+}
+
+std::string resolve_model_path(const ModelFlags& flags) {
+  return flags.model.empty() ? ensure_default_model() : flags.model;
+}
+
+}  // namespace fsvd

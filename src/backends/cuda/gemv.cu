@@ -1,0 +1,432 @@
+// Batch-1 bf16 GEMV kernels (see gemv.h for the contract).
+//
+// Work layout. A CTA of `warps` warps owns a tile of rows and one column slice
+// ("split"). Each warp owns kRowsPerWarp rows of W; lane l reads the 16-byte
+// groups l, l + 32, ... of the slice in each of them, so a warp step reads 512
+// contiguous bytes per row, fully coalesced. The slice of x lives in shared
+// memory as fp32 (converted from bf16, times the RMSNorm gain) and is shared
+// by all rows of the tile. A warp issues the loads of kUnroll steps x
+// kRowsPerWarp rows before using any, and the first batch is issued before x
+// is staged, so the x prologue hides under the weight loads.
+//
+// Split-K. When the rows are too few to give every SM work, the columns are
+// cut into slices and the CTAs of one row tile form a thread-block cluster
+// (Hopper): each CTA leaves its per-row partial sums in its shared memory, and
+// after a cluster barrier each CTA adds up a share of the tile's outputs from
+// all slices, in slice order, through distributed shared memory. Against a
+// second pass or atomics into a zeroed buffer this needs no extra launch, no
+// workspace and no global-memory round trips, keeps results bitwise
+// reproducible, and serves the non-linear SiLU epilogue, which needs finished
+// sums. Clusters hold at most 8 CTAs (the portable limit), hence kMaxSplits.
+//
+// RMSNorm. y = W (x ⊙ g) / rms(x): every CTA stages all of x ⊙ g (a few KB
+// from L2), summing x^2 from the same loads, and applies the scalar 1 / rms(x)
+// to the finished dot products, so the norm adds no round trip.
+//
+// Programmatic dependent launch (GemvConfig::early_weights): each kernel
+// issues its first weight loads, lets the next kernel launch, and only then
+// waits for the previous kernel, so launch latency and the DRAM pipeline fill
+// overlap the previous kernels' tails (measured on H200: 8 MB GEMVs 5.1 ->
+// 3.8 us per call back to back). It is applied only while each CTA streams at
+// most kMaxEarlyChunkCols columns: with longer CTAs (the 90 MB [11008, 4096])
+// the early CTAs land unevenly on the SMs and the call got 25% slower.
+// Triggering after the wait instead serializes the chain and lost everywhere.
+#include "backends/cuda/gemv.h"
+
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace fsvd::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kRowsPerWarp = 4;       // W rows per warp (2 outputs x gate/up for SiLU)
+constexpr int kUnroll = 2;            // warp steps whose loads are in flight together
+constexpr int kGroup = 8;             // bf16 values per 16-byte load
+constexpr int kStepGroups = 32;       // groups per warp step: one per lane
+constexpr int kMaxChunkGroups = 512;  // 4096 columns per slice: <= 32 KB of x in shared memory
+constexpr int kMaxSplits = 8;         // portable thread-block cluster size
+constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
+constexpr int kResidentWarpsPerSm = 32;  // at ~64 registers per thread (65536 / 64 / 32)
+constexpr int kMaxEarlyChunkCols = 2048;  // longest slice for which early_weights is applied
+constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
+constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
+
+enum class Epilogue { Store, Add, SiluMul };
+
+struct Params {
+  const uint4* w;     // W as 16-byte groups
+  int64_t ld_groups;  // row stride in groups
+  int outputs;        // length of y
+  int cols;
+  int groups;        // ceil(cols / 8)
+  int chunk_groups;  // groups per slice
+  int splits;
+  const void* x[2];   // input of the first (gate) and second (up) half
+  const float* gain;  // RMSNorm weight, or null
+  float eps;
+  float* y;
+};
+
+// Streaming 16-byte load: read-only, and not kept in L1 (weights are read once).
+__device__ __forceinline__ uint4 load_weights(const uint4* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// bf16 is the high half of an fp32: element 0 of a word is its low 16 bits.
+__device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+
+__device__ __forceinline__ float dot8(uint4 w, float4 a, float4 b, float acc) {
+  acc = fmaf(bf16_lo(w.x), a.x, acc);
+  acc = fmaf(bf16_hi(w.x), a.y, acc);
+  acc = fmaf(bf16_lo(w.y), a.z, acc);
+  acc = fmaf(bf16_hi(w.y), a.w, acc);
+  acc = fmaf(bf16_lo(w.z), b.x, acc);
+  acc = fmaf(bf16_hi(w.z), b.y, acc);
+  acc = fmaf(bf16_lo(w.w), b.z, acc);
+  acc = fmaf(bf16_hi(w.w), b.w, acc);
+  return acc;
+}
+
+// Zeroes the values at positions >= valid of a group that straddles the end
+// of a row: the row padding may hold anything, even NaN, and 0 * NaN is NaN.
+__device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
+  uint32_t* word = &w.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t keep = (2 * i < valid ? 0x0000ffffu : 0u) | (2 * i + 1 < valid ? 0xffff0000u : 0u);
+    word[i] &= keep;
+  }
+  return w;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum over the CTA, the same value in every thread; `scratch` holds 32 floats.
+__device__ float block_sum(float v, float* scratch) {
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0;
+  for (int i = 0; i < warps; ++i) total += scratch[i];
+  return total;
+}
+
+template <bool kXBf16>
+__device__ __forceinline__ float load_x(const void* x, int k) {
+  if constexpr (kXBf16)
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(x)[k]);
+  else
+    return static_cast<const float*>(x)[k];
+}
+
+// xs[i] = x[k0 + i] (times gain when given) for i < n, zero past cols;
+// returns this thread's share of sum(x^2) over the values it loaded.
+template <bool kXBf16>
+__device__ float stage_x(const void* x, const float* gain, int k0, int n, int cols, float* xs) {
+  float ss = 0;
+  for (int base = 0; base < n; base += kBatch * blockDim.x) {
+    float v[kBatch], g[kBatch];
+#pragma unroll
+    for (int m = 0; m < kBatch; ++m) {
+      const int i = base + m * blockDim.x + threadIdx.x, k = k0 + i;
+      const bool in = i < n && k < cols;
+      v[m] = in ? load_x<kXBf16>(x, k) : 0.0f;
+      g[m] = in && gain != nullptr ? gain[k] : 1.0f;
+    }
+#pragma unroll
+    for (int m = 0; m < kBatch; ++m) {
+      const int i = base + m * blockDim.x + threadIdx.x;
+      ss = fmaf(v[m], v[m], ss);
+      if (i < n) xs[i] = v[m] * g[m];
+    }
+  }
+  return ss;
+}
+
+// Programmatic dependent launch (no-ops when the launch did not ask for it):
+// let the next kernel in the stream start its CTAs, and wait until the
+// previous kernel has finished and its writes are visible.
+__device__ __forceinline__ void allow_next_kernel_to_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+template <Epilogue kE>
+__device__ __forceinline__ void finish(const Params& p, int o, float a, float b) {
+  if constexpr (kE == Epilogue::Store) {
+    p.y[o] = a;
+  } else if constexpr (kE == Epilogue::Add) {
+    p.y[o] += a;
+  } else {
+    p.y[o] = a / (1.0f + expf(-a)) * b;
+  }
+}
+
+template <Epilogue kE, bool kXBf16, bool kNorm>
+__global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
+  constexpr int kParts = kE == Epilogue::SiluMul ? 2 : 1;
+  constexpr int kOuts = kRowsPerWarp / kParts;  // outputs per warp
+  extern __shared__ float4 smem_x4[];  // fp32 [kParts][chunk_groups * 8], or [groups * 8] for the norm
+  float* xs = reinterpret_cast<float*>(smem_x4);
+  __shared__ float scratch[32];
+  __shared__ float partials[kMaxWarps * kRowsPerWarp];  // split-K: this slice's sums, by warp and row
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int tile = blockIdx.x / p.splits, split = blockIdx.x % p.splits;  // split = rank in cluster
+  const int tile_outputs = warps * kOuts;
+  const int out0 = tile * tile_outputs + warp * kOuts;
+  const int g0 = split * p.chunk_groups;
+  const int n_groups = min(p.chunk_groups, p.groups - g0);
+  const int chunk_cols = p.chunk_groups * kGroup;
+
+  // Row j of this warp: output out0 + j % kOuts of half j / kOuts.
+  const uint4* row[kRowsPerWarp];
+  bool row_ok[kRowsPerWarp];
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j) {
+    const int o = out0 + j % kOuts;
+    row_ok[j] = o < p.outputs;
+    const int64_t r = row_ok[j] ? o + int64_t{j / kOuts} * p.outputs : 0;
+    row[j] = p.w + r * p.ld_groups + g0;
+  }
+  uint4 wv[kUnroll][kRowsPerWarp];
+  auto load_batch = [&](int step) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int lg = (step + u) * kStepGroups + lane;
+#pragma unroll
+      for (int j = 0; j < kRowsPerWarp; ++j)
+        wv[u][j] = lg < n_groups && row_ok[j] ? load_weights(row[j] + lg) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  load_batch(0);  // weights never depend on the previous kernel: fetch them first
+  // Triggering before the wait lets a chain of GEMVs have several kernels'
+  // weight loads in flight; each still reads x only after its predecessor.
+  allow_next_kernel_to_launch();
+  wait_for_previous_kernel();
+
+  // While the first weights are in flight, stage x: this slice of it, or for
+  // the norm all of it, since every CTA needs sum(x^2) over the whole vector.
+  const float* xs_slice = kNorm ? xs + g0 * kGroup : xs;
+  float ss = 0;
+  if constexpr (kNorm) {
+    ss = stage_x<false>(p.x[0], p.gain, 0, p.groups * kGroup, p.cols, xs);
+  } else {
+    for (int part = 0; part < kParts; ++part)
+      stage_x<kXBf16>(p.x[part], nullptr, g0 * kGroup, n_groups * kGroup, p.cols, xs + part * chunk_cols);
+  }
+  __syncthreads();
+
+  float acc[kRowsPerWarp] = {};
+  const int full_groups = p.cols / kGroup;
+  const int steps = (n_groups + kStepGroups - 1) / kStepGroups;
+  for (int step = 0; step < steps; step += kUnroll) {
+    if (step > 0) load_batch(step);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int lg = (step + u) * kStepGroups + lane;
+      if (lg >= n_groups) continue;
+      if (g0 + lg >= full_groups) {
+#pragma unroll
+        for (int j = 0; j < kRowsPerWarp; ++j)
+          wv[u][j] = mask_tail(wv[u][j], p.cols - (g0 + lg) * kGroup);
+      }
+#pragma unroll
+      for (int part = 0; part < kParts; ++part) {
+        const float4* xp = reinterpret_cast<const float4*>(xs_slice + part * chunk_cols + lg * kGroup);
+        const float4 a = xp[0], b = xp[1];
+#pragma unroll
+        for (int j = part * kOuts; j < (part + 1) * kOuts; ++j) acc[j] = dot8(wv[u][j], a, b, acc[j]);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j) acc[j] = warp_sum(acc[j]);
+  // Every CTA computes the same scale from the same data in the same order.
+  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch) / p.cols + p.eps) : 1.0f;
+
+  if (p.splits == 1) {
+#pragma unroll
+    for (int j = 0; j < kOuts; ++j)
+      if (lane == j && row_ok[j])
+        finish<kE>(p, out0 + j, acc[j] * scale, kParts == 2 ? acc[j + kOuts] : 0.0f);
+    return;
+  }
+
+  // Split-K across the cluster: publish, then each CTA finishes every
+  // splits-th output of the tile, adding the slices in rank order.
+#pragma unroll
+  for (int j = 0; j < kRowsPerWarp; ++j)
+    if (lane == j) partials[warp * kRowsPerWarp + j] = acc[j];
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  for (int t = split + threadIdx.x * p.splits; t < tile_outputs; t += blockDim.x * p.splits) {
+    const int o = tile * tile_outputs + t;
+    if (o >= p.outputs) break;
+    const int slot = (t / kOuts) * kRowsPerWarp + t % kOuts;
+    float a = 0, b = 0;
+    for (int r = 0; r < p.splits; ++r) {
+      const float* remote = cluster.map_shared_rank(partials, r);
+      a += remote[slot];
+      if constexpr (kParts == 2) b += remote[slot + kOuts];
+    }
+    finish<kE>(p, o, a * scale, b);
+  }
+  cluster.sync();  // keep every CTA's partials alive until all remote reads are done
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Request {
+  const char* where;
+  Epilogue epilogue;
+  bool norm;
+  DeviceVec x[2];
+  const float* gain;
+  float eps;
+};
+
+template <Epilogue kE, bool kXBf16, bool kNorm>
+void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights,
+                   cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(plan.tiles) * plan.splits);
+  config.blockDim = dim3(plan.warps * 32);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeClusterDimension;
+  attrs[0].val.clusterDim.x = plan.splits;
+  attrs[0].val.clusterDim.y = attrs[0].val.clusterDim.z = 1;
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<kE, kXBf16, kNorm>, p));
+}
+
+void launch(const Request& rq, const Bf16Matrix& w, float* y, cudaStream_t stream, GemvConfig cfg) {
+  const char* where = rq.where;
+  const bool pairs = rq.epilogue == Epilogue::SiluMul;
+  check(w.data != nullptr && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, where,
+        "weights must be a 16-byte aligned device pointer");
+  check(w.rows >= 1 && w.cols >= 1, where, "empty matrix [", w.rows, ", ", w.cols, "]");
+  check(w.ld >= w.cols && w.ld % kGroup == 0, where, "row stride ", w.ld,
+        " must be a multiple of 8 and >= cols ", w.cols);
+  check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkGroups * kGroup, where,
+        "matrix [", w.rows, ", ", w.cols, "] too large (at most ",
+        int64_t{kMaxSplits} * kMaxChunkGroups * kGroup, " columns)");
+  check(!pairs || w.rows % 2 == 0, where, "gate|up matrix has an odd row count ", w.rows);
+  check(y != nullptr, where, "null output");
+  for (int part = 0; part < (pairs ? 2 : 1); ++part)
+    check(rq.x[part].data != nullptr && rq.x[part].bf16 == rq.x[0].bf16, where,
+          "inputs must be non-null and of one dtype");
+  check(!rq.norm || (rq.gain != nullptr && !rq.x[0].bf16), where,
+        "RMSNorm needs an fp32 input and a gain vector");
+  check(!rq.norm || w.cols <= kMaxNormCols, where, "RMSNorm input of ", w.cols,
+        " values; at most ", kMaxNormCols, " are supported");
+
+  int device = 0, sm_count = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  const GemvPlan plan = plan_gemv(w.rows, w.cols, pairs, cfg, sm_count);
+
+  Params p{};
+  p.w = reinterpret_cast<const uint4*>(w.data);
+  p.ld_groups = w.ld / kGroup;
+  p.outputs = static_cast<int>(pairs ? w.rows / 2 : w.rows);
+  p.cols = static_cast<int>(w.cols);
+  p.groups = static_cast<int>(ceil_div(w.cols, kGroup));
+  p.chunk_groups = plan.chunk_cols / kGroup;
+  p.splits = plan.splits;
+  p.x[0] = rq.x[0].data;
+  p.x[1] = rq.x[pairs ? 1 : 0].data;
+  p.gain = rq.gain;
+  p.eps = rq.eps;
+  p.y = y;
+
+  const size_t smem = (rq.norm ? size_t(p.groups) * kGroup : size_t{pairs ? 2u : 1u} * plan.chunk_cols) *
+                      sizeof(float);
+  const bool early = cfg.early_weights && plan.chunk_cols <= kMaxEarlyChunkCols;
+  const bool bf16 = rq.x[0].bf16;
+  if (rq.norm)
+    launch_kernel<Epilogue::Store, false, true>(p, plan, smem, early, stream);
+  else if (rq.epilogue == Epilogue::Store)
+    (bf16 ? launch_kernel<Epilogue::Store, true, false> : launch_kernel<Epilogue::Store, false, false>)(
+        p, plan, smem, early, stream);
+  else if (rq.epilogue == Epilogue::Add)
+    (bf16 ? launch_kernel<Epilogue::Add, true, false> : launch_kernel<Epilogue::Add, false, false>)(
+        p, plan, smem, early, stream);
+  else
+    (bf16 ? launch_kernel<Epilogue::SiluMul, true, false> : launch_kernel<Epilogue::SiluMul, false, false>)(
+        p, plan, smem, early, stream);
+}
+
+}  // namespace
+
+GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count) {
+  const char* where = "plan_gemv";
+  check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
+        kMaxWarps);
+  check(cfg.splits >= 0 && cfg.splits <= kMaxSplits, where, "splits ", cfg.splits, " not in 1..",
+        kMaxSplits);
+  const int64_t outputs = pairs ? w_rows / 2 : w_rows;
+  const int64_t outs_per_warp = kRowsPerWarp / (pairs ? 2 : 1);
+  const int64_t groups = ceil_div(cols, kGroup);
+  GemvPlan plan;
+  plan.warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
+  plan.tiles = static_cast<int>(ceil_div(outputs, plan.warps * outs_per_warp));
+  int64_t splits = cfg.splits;
+  if (splits == 0) {
+    // As many slices as keep all CTAs resident in one wave, of at least two warp steps each.
+    const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / plan.warps);
+    splits = std::min<int64_t>({slots / plan.tiles, groups / (2 * kStepGroups), kMaxSplits});
+  }
+  splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkGroups)});
+  int64_t chunk = ceil_div(groups, splits);
+  if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
+  plan.splits = static_cast<int>(ceil_div(groups, chunk));
+  plan.chunk_cols = static_cast<int>(chunk * kGroup);
+  return plan;
+}
+
+void gemv(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
+  launch({"gemv", Epilogue::Store, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
+}
+
+void gemv_residual(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
+  launch({"gemv_residual", Epilogue::Add, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
+}
+
+void rmsnorm_gemv(const Bf16Matrix& w, const float* x, const float* gain, float eps, float* y,
+                  cudaStream_t stream, GemvConfig cfg) {
+  launch({"rmsnorm_gemv", Epilogue::Store, true, {DeviceVec::f32(x), DeviceVec::f32(x)}, gain, eps},
+         w, y, stream, cfg);
+}
+
+void gemv_silu_mul(const Bf16Matrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
+                   cudaStream_t stream, GemvConfig cfg) {
+  launch({"gemv_silu_mul", Epilogue::SiluMul, false, {x_gate, x_up}, nullptr, 0.0f}, w, y, stream,
+         cfg);
+}
+
+}  // namespace fsvd::cuda

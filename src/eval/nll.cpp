@@ -1,0 +1,40 @@
+#include "eval/nll.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+#include "core/error.h"
+
+namespace fsvd {
+
+// -log softmax(row)[target], in double.
+static double token_nll(const float* row, int vocab, int32_t target) {
+  const double max = *std::max_element(row, row + vocab);
+  double sum = 0;
+  for (int v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+  return max + std::log(sum) - row[target];
+}
+
+double mean_nll(Executor& executor, const std::vector<int32_t>& tokens) {
+  const char* where = "mean_nll";
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int vocab = executor.vocab_size(), window = executor.context_size();
+  check(n >= 2, where, "need at least 2 tokens to score, got ", n);
+  for (int64_t i = 0; i < n; ++i)
+    check(tokens[i] >= 0 && tokens[i] < vocab, where, "token id ", tokens[i], " at index ", i,
+          " is outside the vocabulary [0, ", vocab, ")");
+
+  double total = 0;
+  std::vector<float> logits;
+  // The last token predicts nothing, so windows cover tokens [0, n - 1).
+  for (int64_t start = 0; start < n - 1; start += window) {
+    const int64_t len = std::min<int64_t>(window, n - 1 - start);
+    executor.forward(std::span(tokens).subspan(start, len), 0, true, logits);
+    for (int64_t j = 0; j < len; ++j)
+      total += token_nll(logits.data() + j * vocab, vocab, tokens[start + j + 1]);
+  }
+  return total / static_cast<double>(n - 1);
+}
+
+}  // namespace fsvd

@@ -1,0 +1,53 @@
+#include "families/load.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "families/family.h"
+#include "families/gguf_family.h"
+#include "families/hf_family.h"
+#include "families/llama2c_family.h"
+
+namespace fsvd {
+
+namespace {
+
+// Detection order: the first family whose mismatch() is empty wins. Families
+// stored as Hugging Face directories with extra structure (low-rank ones) must
+// come before the plain "hf" entry.
+const Family kFamilies[] = {
+    {"hf", hf_mismatch, load_hf},
+    {"gguf", gguf_mismatch, load_gguf},
+    {"llama2c", llama2c_mismatch, load_llama2c},
+};
+
+const Family& detect(const std::string& path) {
+  check(std::filesystem::exists(path), path, "no such file or directory");
+  std::string tried;
+  for (const Family& f : kFamilies) {
+    const std::string why = f.mismatch(path);
+    if (why.empty()) return f;
+    tried += std::string("\n  ") + f.name + ": " + why;
+  }
+  fail(path, "not a checkpoint of any supported family; tried:", tried);
+}
+
+const Family& by_name(const std::string& name, const std::string& path) {
+  std::string names;
+  for (const Family& f : kFamilies) {
+    if (name == f.name) return f;
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+  }
+  fail(path, "unknown checkpoint family '", name, "' (valid: ", names, ")");
+}
+
+}  // namespace
+
+std::string detect_family(const std::string& path) { return detect(path).name; }
+
+Model load_model(const std::string& path, const LoadOptions& options) {
+  const Family& family = options.family.empty() ? detect(path) : by_name(options.family, path);
+  return family.load(path);
+}
+
+}  // namespace fsvd

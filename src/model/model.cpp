@@ -1,0 +1,79 @@
+#include "model/model.h"
+
+#include <set>
+
+#include "core/error.h"
+#include "model/pack_cache.h"
+
+namespace fsvd {
+
+void Model::validate() const {
+  const ModelConfig& c = config;
+  c.validate(source);
+  auto vec = [&](const Tensor& t, int64_t n, const std::string& what) {
+    check(!t.empty() && t.ndim() == 1 && t.dim(0) == n, source, what, " has shape ",
+          t.empty() ? std::string("(missing)") : t.shape_str(), ", expected [", n, "]");
+  };
+  check(!embed.empty() && embed.ndim() == 2 && embed.dim(0) == c.vocab && embed.dim(1) == c.hidden,
+        source, "token embedding has shape ", embed.empty() ? std::string("(missing)") : embed.shape_str(),
+        ", expected [", c.vocab, ", ", c.hidden, "]");
+  vec(final_norm, c.hidden, "final norm");
+  lm_head.validate(c.vocab, c.hidden, source + ": lm_head");
+  check(static_cast<int>(layers.size()) == c.n_layers, source, "has ", layers.size(),
+        " layers, config says ", c.n_layers);
+  const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    const std::string at = source + ": layer " + std::to_string(i) + " ";
+    vec(l.attn_norm, c.hidden, at + "attention norm");
+    vec(l.mlp_norm, c.hidden, at + "mlp norm");
+    l.q.validate(q_out, c.hidden, at + "q");
+    l.k.validate(kv_out, c.hidden, at + "k");
+    l.v.validate(kv_out, c.hidden, at + "v");
+    l.o.validate(c.hidden, q_out, at + "o");
+    l.gate.validate(c.intermediate, c.hidden, at + "gate");
+    l.up.validate(c.intermediate, c.hidden, at + "up");
+    l.down.validate(c.hidden, c.intermediate, at + "down");
+  }
+}
+
+void Model::pack() {
+  PackCache cache;
+  for (Layer& l : layers) {
+    l.qkv = pack_linears({&l.q, &l.k, &l.v}, cache);
+    l.gate_up = pack_linears({&l.gate, &l.up}, cache);
+    // Point the individual first factors into the packed storage so each
+    // weight is held once.
+    Linear* members[] = {&l.q, &l.k, &l.v, &l.gate, &l.up};
+    const PackedLinear* packs[] = {&l.qkv, &l.qkv, &l.qkv, &l.gate_up, &l.gate_up};
+    const int part_index[] = {0, 1, 2, 0, 1};
+    for (int m = 0; m < 5; ++m) {
+      const PackedLinear::Part& p = packs[m]->parts[part_index[m]];
+      members[m]->first = packs[m]->first.rows(p.offset, p.offset + p.rows);
+    }
+  }
+}
+
+int64_t Model::unique_params() const {
+  std::set<const void*> seen;
+  int64_t total = 0;
+  auto add = [&](const Tensor& t) {
+    if (!t.empty() && seen.insert(t.storage_id()).second) total += t.storage_bytes() / sizeof(float);
+  };
+  auto add_linear = [&](const Linear& l) {
+    add(l.first);
+    add(l.second);
+    add(l.bias);
+  };
+  add(embed);
+  add(final_norm);
+  add_linear(lm_head);
+  for (const Layer& l : layers) {
+    add(l.attn_norm);
+    add(l.mlp_norm);
+    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add_linear(*lin);
+  }
+  return total;
+}
+
+}  // namespace fsvd

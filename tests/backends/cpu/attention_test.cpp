@@ -1,0 +1,66 @@
+#include "backends/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "testing/random_model.h"
+
+namespace fsvd::cpu {
+namespace {
+
+struct Case {
+  int n_heads, n_kv_heads, head_dim, n, pos0;
+};
+
+class CpuAttention : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuAttention, MatchesPlainLoopsAndIgnoresRowsPastTheQuery) {
+  const Case c = GetParam();
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t ldq = q_dim + 3;
+  const int valid = c.pos0 + c.n, rows = valid + 2;
+  std::vector<float> q = testing::random_normal(c.n * ldq, 11);
+  std::vector<float> k = testing::random_normal(rows * kv_dim, 12);
+  std::vector<float> v = testing::random_normal(rows * kv_dim, 13);
+  // Rows past the valid positions must never be read.
+  for (int64_t i = valid * kv_dim; i < rows * kv_dim; ++i)
+    k[i] = v[i] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> out(c.n * q_dim);
+  attention(q.data(), ldq, k.data(), v.data(), c.n, c.pos0, {c.n_heads, c.n_kv_heads, c.head_dim},
+            out.data());
+
+  const int group = c.n_heads / c.n_kv_heads;
+  for (int i = 0; i < c.n; ++i) {
+    for (int h = 0; h < c.n_heads; ++h) {
+      const int kvh = h / group, len = c.pos0 + i + 1;
+      std::vector<double> s(len);
+      double mx = -1e300, sum = 0;
+      for (int t = 0; t < len; ++t) {
+        double dot = 0;
+        for (int d = 0; d < c.head_dim; ++d)
+          dot += double(q[i * ldq + h * c.head_dim + d]) * k[t * kv_dim + kvh * c.head_dim + d];
+        s[t] = dot / std::sqrt(double(c.head_dim));
+        mx = std::max(mx, s[t]);
+      }
+      for (double& x : s) sum += x = std::exp(x - mx);
+      for (int d = 0; d < c.head_dim; ++d) {
+        double want = 0;
+        for (int t = 0; t < len; ++t) want += s[t] / sum * v[t * kv_dim + kvh * c.head_dim + d];
+        EXPECT_NEAR(out[i * q_dim + h * c.head_dim + d], want, 1e-5)
+            << "row " << i << " head " << h << " dim " << d;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
+                         ::testing::Values(Case{4, 4, 8, 5, 0},     // MHA, prefill from 0
+                                           Case{6, 2, 16, 7, 4},    // GQA 3, prefill after a prefix
+                                           Case{8, 2, 8, 1, 9},     // GQA 4, decode
+                                           Case{3, 1, 10, 3, 2}));  // MQA
+
+}  // namespace
+}  // namespace fsvd::cpu
