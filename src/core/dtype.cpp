@@ -83,7 +83,7 @@ void to_f32(DType t, const void* src, size_t n, float* dst, const std::string& w
   const auto* bytes = static_cast<const uint8_t*>(src);
   switch (t) {
     case DType::F32:
-      std::memcpy(dst, src, n * 4);
+      if (n) std::memcpy(dst, src, n * 4);
       return;
     case DType::F64:
       for (size_t i = 0; i < n; ++i) {

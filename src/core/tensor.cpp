@@ -12,7 +12,7 @@ static int64_t product(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     check(d >= 0, "tensor", "negative dimension ", d);
-    n *= d;
+    check(!__builtin_mul_overflow(n, d, &n), "tensor", "element count overflows");
   }
   return n;
 }

@@ -21,8 +21,8 @@ class Tensor {
   int64_t numel() const;
   bool empty() const { return storage_ == nullptr; }
 
-  float* data() { return storage_->data() + offset_; }
-  const float* data() const { return storage_->data() + offset_; }
+  float* data() { return storage_ ? storage_->data() + offset_ : nullptr; }
+  const float* data() const { return storage_ ? storage_->data() + offset_ : nullptr; }
 
   // View of rows [begin, end) along the leading dimension (no copy).
   Tensor rows(int64_t begin, int64_t end) const;

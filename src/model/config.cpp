@@ -22,6 +22,12 @@ void ModelConfig::validate(const std::string& where) const {
   check(rms_eps > 0 && std::isfinite(rms_eps), where, "rms_norm_eps must be positive");
   check(rope_scaling.type == "none" || rope_scaling.type == "llama3", where,
         "unsupported rope_scaling type '", rope_scaling.type, "'");
+  if (rope_scaling.type == "llama3")
+    check(rope_scaling.factor > 0 && rope_scaling.high_freq_factor > rope_scaling.low_freq_factor &&
+              rope_scaling.low_freq_factor > 0 && rope_scaling.original_max_position > 0,
+          where, "llama3 rope_scaling needs factor > 0, high_freq_factor > low_freq_factor > 0 and ",
+          "original_max_position_embeddings > 0");
+  check(max_seq >= 0, where, "negative context length ", max_seq);
 }
 
 void rope_inv_freq(const ModelConfig& c, float* out) {

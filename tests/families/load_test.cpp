@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "../formats/fails_with.h"
+#include "testing/fails_with.h"
 #include "family_test_util.h"
 #include "testing/random_model.h"
 

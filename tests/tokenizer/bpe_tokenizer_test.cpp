@@ -18,7 +18,7 @@ namespace {
 using Ids = std::vector<int32_t>;
 using nlohmann::json;
 
-std::string tiny_json() { return testing::read_file(testing::fixture("tiny_tokenizer.json")); }
+std::string tiny_json() { return testing::read_file(testing::fixture("tokenizer/tiny_tokenizer.json")); }
 
 // Expected ids checked against Hugging Face tokenizers on the same file.
 TEST(BpeTokenizer, TinyTokenizerJson) {
@@ -114,7 +114,7 @@ TEST_F(SmolLm2, MatchesHuggingFaceReference) {
   EXPECT_EQ(tok_->eos_id(), 2);
   EXPECT_FALSE(tok_->adds_bos());
   EXPECT_EQ(tok_->stop_ids(), (Ids{2, 0}));
-  const auto fx = testing::read_json(testing::fixture("smollm2_bpe.json"));
+  const auto fx = testing::read_json(testing::fixture("tokenizer/smollm2_bpe.json"));
   ASSERT_GE(fx["cases"].size(), 25u);
   for (const auto& c : fx["cases"]) {
     const std::string text = c["text"];

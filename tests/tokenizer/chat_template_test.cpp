@@ -10,7 +10,7 @@ namespace {
 
 // Prompts rendered by Jinja2 from the real templates (make_chat_fixture.py).
 TEST(ChatTemplate, MatchesJinjaRendering) {
-  const auto fx = testing::read_json(testing::fixture("chat_templates.json"));
+  const auto fx = testing::read_json(testing::fixture("tokenizer/chat_templates.json"));
   ASSERT_GE(fx["cases"].size(), 15u);
   for (const auto& c : fx["cases"]) {
     std::vector<ChatMessage> messages;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "../formats/format_builders.h"
+#include "testing/format_builders.h"
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "tokenizer/load_tokenizer.h"
@@ -73,7 +73,7 @@ TEST(GgufTokenizer, LlamaVocabularyMatchesSentencePiece) {
   const auto tok = from_kvs(llama2_kvs(bin));
   EXPECT_EQ(tok->vocab_size(), 32000);
   EXPECT_TRUE(tok->adds_bos());
-  const auto fx = testing::read_json(testing::fixture("llama2_sentencepiece.json"));
+  const auto fx = testing::read_json(testing::fixture("tokenizer/llama2_sentencepiece.json"));
   for (const auto& c : fx["cases"]) {
     const std::string text = c["text"];
     const auto ids = c["ids"].get<std::vector<int32_t>>();

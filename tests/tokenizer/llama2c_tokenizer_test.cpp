@@ -188,7 +188,7 @@ TEST(Llama2cTokenizer, Llama2MatchesSentencePieceReference) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   const auto tok = load_llama2c_tokenizer(path);
   EXPECT_EQ(tok->vocab_size(), 32000);
-  const auto fx = testing::read_json(testing::fixture("llama2_sentencepiece.json"));
+  const auto fx = testing::read_json(testing::fixture("tokenizer/llama2_sentencepiece.json"));
   ASSERT_GE(fx["cases"].size(), 15u);
   for (const auto& c : fx["cases"]) {
     const std::string text = c["text"];

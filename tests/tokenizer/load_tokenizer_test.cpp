@@ -25,7 +25,7 @@ class LoadTokenizer : public ::testing::Test {
 };
 
 TEST_F(LoadTokenizer, HuggingFaceDirectoryWithTokenizerJson) {
-  write("tokenizer.json", testing::read_file(testing::fixture("tiny_tokenizer.json")));
+  write("tokenizer.json", testing::read_file(testing::fixture("tokenizer/tiny_tokenizer.json")));
   write("tokenizer_config.json", R"({"eos_token": "<|im_end|>", "chat_template": "<|im_start|>"})");
   write("config.json", "{}");
   const auto from_dir = load_tokenizer(dir_.string(), "");

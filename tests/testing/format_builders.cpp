@@ -1,4 +1,4 @@
-#include "format_builders.h"
+#include "testing/format_builders.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
