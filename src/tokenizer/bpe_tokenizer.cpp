@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <climits>
-#include <queue>
 
 #include "core/error.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/pair_merge.h"
 
 namespace fsvd {
 namespace {
@@ -59,52 +59,21 @@ void BpeTokenizer::encode_word(const std::string& word, std::vector<int32_t>& ou
       return;
     }
   }
-  // One symbol per byte, linked so merged-away symbols are skipped in O(1).
-  struct Symbol {
-    int32_t id;
-    int32_t prev, next;  // indices, -1 at the ends
-  };
-  std::vector<Symbol> sym;
-  sym.reserve(word.size());
-  for (size_t i = 0; i < word.size(); ++i) {
-    int32_t id = byte_ids_[static_cast<uint8_t>(word[i])];
+  std::vector<int32_t> ids;
+  ids.reserve(word.size());
+  for (const char ch : word) {
+    int32_t id = byte_ids_[static_cast<uint8_t>(ch)];
     if (id < 0) id = vocab_.unk;
-    check(id >= 0, vocab_.source, "no token for byte ", static_cast<int>(static_cast<uint8_t>(word[i])),
+    check(id >= 0, vocab_.source, "no token for byte ", static_cast<int>(static_cast<uint8_t>(ch)),
           " and no unknown token");
-    const auto idx = static_cast<int32_t>(i);
-    sym.push_back({id, idx - 1, i + 1 < word.size() ? idx + 1 : -1});
+    ids.push_back(id);
   }
-
-  struct Candidate {
-    int32_t rank, left;  // rank of the merge, index of its left symbol
-    int32_t left_id, right_id, merged_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
-  auto push = [&](int32_t left) {
-    if (left < 0 || sym[left].next < 0) return;
-    const int32_t right = sym[left].next;
-    const auto it = merges_.find(pair_key(sym[left].id, sym[right].id));
-    if (it != merges_.end()) queue.push({it->second.first, left, sym[left].id, sym[right].id, it->second.second});
-  };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym.size()); ++i) push(i);
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& left = sym[c.left];
-    // Stale when either side has merged since the candidate was queued (a
-    // symbol merged into its left neighbour has id -1).
-    if (left.id != c.left_id || left.next < 0 || sym[left.next].id != c.right_id) continue;
-    Symbol& right = sym[left.next];
-    left.id = c.merged_id;
-    right.id = -1;
-    left.next = right.next;
-    if (right.next >= 0) sym[right.next].prev = c.left;
-    push(left.prev);
-    push(c.left);
-  }
-  for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
+  merge_pairs(ids, [&](int32_t left, int32_t right) -> std::optional<PairMerge> {
+    const auto it = merges_.find(pair_key(left, right));
+    if (it == merges_.end()) return std::nullopt;
+    return PairMerge{static_cast<double>(it->second.first), it->second.second};
+  });
+  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {

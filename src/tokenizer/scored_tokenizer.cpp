@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <queue>
 
 #include "core/error.h"
+#include "tokenizer/pair_merge.h"
 
 namespace fsvd {
 namespace {
@@ -69,16 +69,7 @@ void ScoredTokenizer::encode_text(std::string_view raw, std::vector<int32_t>& ou
   if (raw.empty()) return;
   const std::string text = vocab_.add_dummy_prefix ? " " + std::string(raw) : std::string(raw);
 
-  struct Symbol {
-    int32_t id;
-    int32_t prev, next;  // indices, -1 at the ends
-  };
-  std::vector<Symbol> sym;
-  auto append = [&](int32_t id) {
-    const auto idx = static_cast<int32_t>(sym.size());
-    if (idx > 0) sym.back().next = idx;
-    sym.push_back({id, idx - 1, -1});
-  };
+  std::vector<int32_t> ids;
   // One symbol per UTF-8 character (a lead byte and at most three continuation
   // bytes, as run.c groups them); raw bytes when the character is not a piece.
   for (size_t i = 0; i < text.size();) {
@@ -86,53 +77,27 @@ void ScoredTokenizer::encode_text(std::string_view raw, std::vector<int32_t>& ou
     while (len < 4 && i + len < text.size() && is_continuation(text[i + len])) ++len;
     const auto it = ids_.find(text.substr(i, len));
     if (it != ids_.end()) {
-      append(it->second);
+      ids.push_back(it->second);
     } else {
       for (size_t k = i; k < i + len; ++k) {
         int32_t id = byte_ids_[static_cast<uint8_t>(text[k])];
         if (id < 0) id = vocab_.unk;
         check(id >= 0, vocab_.source, "no piece for byte ", static_cast<int>(static_cast<uint8_t>(text[k])),
               " and no unknown token");
-        append(id);
+        ids.push_back(id);
       }
     }
     i += len;
   }
 
-  struct Candidate {
-    float score;
-    int32_t left;  // index of the left symbol
-    int32_t left_id, right_id, merged_id;
-    // Highest score first, then leftmost: run.c's scan with a strict '>'.
-    bool operator<(const Candidate& o) const { return score != o.score ? score < o.score : left > o.left; }
-  };
-  std::priority_queue<Candidate> queue;
-  auto push = [&](int32_t left) {
-    if (left < 0 || sym[left].next < 0) return;
-    const Symbol& l = sym[left];
-    const Symbol& r = sym[l.next];
-    if (piece_byte_[l.id] >= 0 || piece_byte_[r.id] >= 0) return;  // raw bytes never merge
-    const auto it = ids_.find(vocab_.pieces[l.id] + vocab_.pieces[r.id]);
-    if (it != ids_.end()) queue.push({vocab_.scores[it->second], left, l.id, r.id, it->second});
-  };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(sym.size()); ++i) push(i);
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& left = sym[c.left];
-    // Stale when either side has merged since the candidate was queued (a
-    // symbol merged into its left neighbour has id -1).
-    if (left.id != c.left_id || left.next < 0 || sym[left.next].id != c.right_id) continue;
-    Symbol& right = sym[left.next];
-    left.id = c.merged_id;
-    right.id = -1;
-    left.next = right.next;
-    if (right.next >= 0) sym[right.next].prev = c.left;
-    push(left.prev);
-    push(c.left);
-  }
-  for (int32_t i = sym.empty() ? -1 : 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
+  // Highest score first, then leftmost: run.c's scan with a strict '>'.
+  merge_pairs(ids, [&](int32_t left, int32_t right) -> std::optional<PairMerge> {
+    if (piece_byte_[left] >= 0 || piece_byte_[right] >= 0) return std::nullopt;  // raw bytes never merge
+    const auto it = ids_.find(vocab_.pieces[left] + vocab_.pieces[right]);
+    if (it == ids_.end()) return std::nullopt;
+    return PairMerge{-static_cast<double>(vocab_.scores[it->second]), it->second};
+  });
+  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 std::vector<int32_t> ScoredTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
