@@ -16,3 +16,9 @@ if ((${#missing[@]})); then
   $sudo apt-get update -q >&2
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 fi
+
+# Python helpers some tests use to write fixtures (they skip without them).
+if ! python3 -c "import numpy, safetensors" 2>/dev/null; then
+  python3 -m pip install --quiet numpy safetensors >&2 ||
+    echo "note: could not pip-install numpy/safetensors; the tests that need them will skip" >&2
+fi

@@ -21,7 +21,12 @@ for t in $targets; do
   corpus=$(mktemp -d)
   [ -d "fuzz/corpus/$t" ] && cp -r "fuzz/corpus/$t/." "$corpus/"
   echo "fuzzing $t for ${FUZZ_SECONDS:-20}s" >&2
-  build-fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 -print_final_stats=0 "$corpus" 2>&1 | tail -n 2 >&2
-  rm -rf "$corpus"
+  if ! build-fuzz/fuzz_$t -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "$corpus" >"$corpus.log" 2>&1; then
+    tail -n 80 "$corpus.log" >&2
+    echo "fuzz target $t failed (log above)" >&2
+    exit 1
+  fi
+  tail -n 1 "$corpus.log" >&2
+  rm -rf "$corpus" "$corpus.log"
 done
 echo "all tests passed" >&2

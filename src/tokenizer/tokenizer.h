@@ -31,6 +31,9 @@ class Tokenizer {
 
 // Turns a growing token sequence into text chunks, emitting only complete
 // UTF-8 and handling tokenizers whose pieces depend on their neighbours.
+// Each push decodes only a short window (the tokens since the last emitted
+// chunk plus the ones before it, as context), so a long generation costs
+// linear, not quadratic, time.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok) : tok_(tok) {}
@@ -40,9 +43,12 @@ class StreamDecoder {
   std::string flush();
 
  private:
+  std::string decode_range(size_t begin, size_t end) const;
+
   const Tokenizer& tok_;
   std::vector<int32_t> ids_;
-  size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+  size_t prefix_offset_ = 0;  // window start: context for the next chunk
+  size_t read_offset_ = 0;    // tokens before this are emitted
 };
 
 }  // namespace fsvd

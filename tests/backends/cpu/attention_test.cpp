@@ -60,7 +60,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                          ::testing::Values(Case{4, 4, 8, 5, 0},     // MHA, prefill from 0
                                            Case{6, 2, 16, 7, 4},    // GQA 3, prefill after a prefix
                                            Case{8, 2, 8, 1, 9},     // GQA 4, decode
-                                           Case{3, 1, 10, 3, 2}));  // MQA
+                                           Case{3, 1, 10, 3, 2}),   // MQA
+                         [](const auto& info) {
+                           const Case& c = info.param;
+                           return "heads" + std::to_string(c.n_heads) + "_kv" + std::to_string(c.n_kv_heads) +
+                                  "_dim" + std::to_string(c.head_dim) + "_n" + std::to_string(c.n) + "_pos" +
+                                  std::to_string(c.pos0);
+                         });
 
 }  // namespace
 }  // namespace fsvd::cpu

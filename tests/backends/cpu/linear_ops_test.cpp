@@ -80,7 +80,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuLinear,
                                            Case{6, 13, 17, 0, true, false},   // dense GEMM + bias
                                            Case{1, 29, 19, 5, true, true},    // low-rank GEMV, residual
                                            Case{9, 29, 19, 7, false, true},   // low-rank GEMM, residual
-                                           Case{5, 11, 23, 3, true, false}));
+                                           Case{5, 11, 23, 3, true, false}),
+                         [](const auto& info) {
+                           const Case& c = info.param;
+                           return "n" + std::to_string(c.n) + "_out" + std::to_string(c.out) + "_in" +
+                                  std::to_string(c.in) + "_rank" + std::to_string(c.rank) +
+                                  (c.bias ? "_bias" : "") + (c.accumulate ? "_residual" : "");
+                         });
 
 TEST(CpuPackedLinear, PartsMatchSeparateLinears) {
   // q|k|v-like: low-rank rank 5 with bias, dense, low-rank rank 3.

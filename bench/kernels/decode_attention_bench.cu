@@ -1,0 +1,100 @@
+// Times decode_attention (and argmax over a 128k vocab) on the GPU: LLaMA-7B
+// heads (32/32, hd 128) and a GQA shape (32/8), max_ctx 8192, one graph of 8
+// layers' calls replayed (8 separate caches so L2 does not serve the K/V).
+// Prints us per call and the K/V read bandwidth.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/decode_attention.h"
+#include "backends/cuda/small_ops.h"
+
+using namespace fsvd::cuda;
+
+namespace {
+
+constexpr int kLayers = 8, kMaxCtx = 8192, kReps = 20;
+
+// Median us per replay of `graph_body` captured once.
+template <typename F>
+float time_graph(cudaStream_t s, F graph_body, int calls) {
+  cudaGraph_t g;
+  cudaGraphExec_t e;
+  FSVD_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  graph_body();
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+  cudaEvent_t a, b;
+  FSVD_CUDA_CHECK(cudaEventCreate(&a));
+  FSVD_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int r = 0; r < kReps + 3; ++r) {
+    FSVD_CUDA_CHECK(cudaEventRecord(a, s));
+    FSVD_CUDA_CHECK(cudaGraphLaunch(e, s));
+    FSVD_CUDA_CHECK(cudaEventRecord(b, s));
+    FSVD_CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    FSVD_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    if (r >= 3) ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  FSVD_CUDA_CHECK(cudaGraphExecDestroy(e));
+  FSVD_CUDA_CHECK(cudaGraphDestroy(g));
+  return ms[ms.size() / 2] * 1000.0f / calls;
+}
+
+}  // namespace
+
+int main() {
+  cudaStream_t s;
+  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  int* pos;
+  FSVD_CUDA_CHECK(cudaMalloc(&pos, sizeof(int)));
+  std::printf("%-14s %6s %10s %10s\n", "heads/kv/hd", "len", "us/call", "KV GB/s");
+  for (HeadShape shape : {HeadShape{32, 32, 128}, HeadShape{32, 8, 128}}) {
+    const size_t kv_dim = size_t(shape.n_kv_heads) * shape.head_dim;
+    const size_t cache_elems = kv_dim * kMaxCtx;
+    std::vector<__nv_bfloat16*> k(kLayers), v(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+      FSVD_CUDA_CHECK(cudaMalloc(&k[l], cache_elems * 2));
+      FSVD_CUDA_CHECK(cudaMalloc(&v[l], cache_elems * 2));
+      FSVD_CUDA_CHECK(cudaMemset(k[l], 0x3c, cache_elems * 2));  // ~0.01: finite, not zero
+      FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_elems * 2));
+    }
+    int device = 0, sms = 0;
+    FSVD_CUDA_CHECK(cudaGetDevice(&device));
+    FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx, sms);
+    float *q, *out, *ws;
+    FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
+    FSVD_CUDA_CHECK(cudaMalloc(&out, shape.n_heads * shape.head_dim * 4));
+    FSVD_CUDA_CHECK(cudaMalloc(&ws, plan.workspace_floats * 4));
+    FSVD_CUDA_CHECK(cudaMemset(q, 0x3c, shape.n_heads * shape.head_dim * 4));
+    for (int len : {512, 4096, 8192}) {
+      const int p = len - 1;
+      FSVD_CUDA_CHECK(cudaMemcpy(pos, &p, sizeof(int), cudaMemcpyHostToDevice));
+      const float us = time_graph(s, [&] {
+        for (int l = 0; l < kLayers; ++l)
+          decode_attention(q, {k[l], v[l], kMaxCtx}, pos, shape, ws, plan.workspace_floats, out, s);
+      }, kLayers);
+      const double bytes = 2.0 * len * kv_dim * 2;
+      std::printf("%2d/%2d/%-8d %6d %10.2f %10.0f   (splits %d)\n", shape.n_heads, shape.n_kv_heads,
+                  shape.head_dim, len, us, bytes / us * 1e-3, plan.splits);
+    }
+    for (int l = 0; l < kLayers; ++l) cudaFree(k[l]), cudaFree(v[l]);
+    cudaFree(q), cudaFree(out), cudaFree(ws);
+  }
+  float* logits;
+  int32_t* idx;
+  const int vocab = 128256;
+  FSVD_CUDA_CHECK(cudaMalloc(&logits, vocab * 4));
+  FSVD_CUDA_CHECK(cudaMalloc(&idx, 4));
+  FSVD_CUDA_CHECK(cudaMemset(logits, 0x3c, vocab * 4));
+  const float us = time_graph(s, [&] { for (int i = 0; i < 8; ++i) argmax(logits, vocab, idx, s); }, 8);
+  std::printf("argmax over %d logits: %.2f us/call\n", vocab, us);
+  FSVD_CUDA_CHECK(cudaDeviceSynchronize());
+  return 0;
+}

@@ -1,0 +1,42 @@
+#pragma once
+// Shapes shared by the decode-step attention kernels: the head layout of one
+// layer and its dense bf16 KV cache. C++17 (included by .cu files).
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+
+namespace fsvd::cuda {
+
+struct HeadShape {
+  int n_heads = 0;
+  int n_kv_heads = 0;  // divides n_heads; query head h reads kv head h / (n_heads / n_kv_heads)
+  int head_dim = 0;    // 64 or 128
+};
+
+// One layer's cache: k and v each [max_ctx, n_kv_heads * head_dim], row-major,
+// rows 16-byte aligned (the kernels read them with 16-byte loads).
+struct KvCacheLayer {
+  __nv_bfloat16* k = nullptr;
+  __nv_bfloat16* v = nullptr;
+  int max_ctx = 0;
+};
+
+inline void check_head_shape(const HeadShape& s, const std::string& where) {
+  check(s.head_dim == 64 || s.head_dim == 128, where, "head_dim ", s.head_dim,
+        " is not supported (64 or 128)");
+  check(s.n_heads >= 1 && s.n_kv_heads >= 1 && s.n_heads % s.n_kv_heads == 0, where, "n_heads ",
+        s.n_heads, " is not a positive multiple of n_kv_heads ", s.n_kv_heads);
+  check(s.n_heads <= 1024, where, "n_heads ", s.n_heads, " is too large");
+}
+
+inline void check_cache(const KvCacheLayer& c, const std::string& where) {
+  check(c.k != nullptr && c.v != nullptr, where, "null KV cache");
+  check(reinterpret_cast<uintptr_t>(c.k) % 16 == 0 && reinterpret_cast<uintptr_t>(c.v) % 16 == 0,
+        where, "KV cache must be 16-byte aligned");
+  check(c.max_ctx >= 1, where, "KV cache of ", c.max_ctx, " positions");
+}
+
+}  // namespace fsvd::cuda

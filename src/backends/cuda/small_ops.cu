@@ -1,0 +1,118 @@
+// Embedding gather, RMSNorm and argmax for the decode step (see small_ops.h).
+// Each moves at most a few MB (argmax over a 256k vocab reads 1 MB), so they
+// favour one simple launch over peak bandwidth.
+#include "backends/cuda/small_ops.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_helpers.cuh"
+
+namespace fsvd::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kArgmaxThreads = 1024;
+
+__global__ void __launch_bounds__(kThreads)
+    embedding_kernel(const __nv_bfloat16* table, int64_t vocab, int64_t hidden, const int32_t* token,
+                     float* x) {
+  const int32_t t = *token;
+  const bool ok = t >= 0 && t < vocab;
+  const __nv_bfloat16* row = table + (ok ? t : 0) * hidden;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hidden;
+       i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = ok ? __bfloat162float(row[i]) : nanf("");
+}
+
+__global__ void __launch_bounds__(kThreads)
+    rmsnorm_kernel(const float* x, const float* w, int64_t dim, float eps, float* out) {
+  __shared__ double partial[kThreads / 32];
+  const float* xr = x + blockIdx.x * dim;
+  float* yr = out + blockIdx.x * dim;
+  double ss = 0;
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += static_cast<double>(xr[i]) * xr[i];
+  ss = warp_sum(ss);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = ss;
+  __syncthreads();
+  double total = 0;
+  for (int i = 0; i < kThreads / 32; ++i) total += partial[i];
+  const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(dim)) + eps);
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) yr[i] = w[i] * (xr[i] * inv);
+}
+
+struct Best {
+  float v;
+  int i;
+};
+// Larger value wins, the lower index on ties; NaN never compares better.
+__device__ __forceinline__ Best better(Best a, Best b) {
+  return b.v > a.v || (b.v == a.v && b.i < a.i) ? b : a;
+}
+
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* logits, int n, int32_t* index) {
+  __shared__ Best partial[kArgmaxThreads / 32];
+  Best best{-INFINITY, INT_MAX};
+  // 16-byte loads over the aligned bulk, scalar loads before and after it.
+  const int head = min(n, static_cast<int>((16 - reinterpret_cast<uintptr_t>(logits) % 16) % 16 / 4));
+  const int groups = (n - head) / 4;
+  const float4* bulk = reinterpret_cast<const float4*>(logits + head);
+  for (int g = threadIdx.x; g < groups; g += kArgmaxThreads) {
+    const float4 v = bulk[g];
+    const int i = head + 4 * g;
+    best = better(best, {v.x, i});
+    best = better(best, {v.y, i + 1});
+    best = better(best, {v.z, i + 2});
+    best = better(best, {v.w, i + 3});
+  }
+  const int tail = head + 4 * groups;  // fewer than 4 values on either side of the bulk
+  if (static_cast<int>(threadIdx.x) < head) best = better(best, {logits[threadIdx.x], static_cast<int>(threadIdx.x)});
+  if (tail + static_cast<int>(threadIdx.x) < n)
+    best = better(best, {logits[tail + threadIdx.x], tail + static_cast<int>(threadIdx.x)});
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2)
+    best = better(best, {__shfl_xor_sync(0xffffffffu, best.v, off), __shfl_xor_sync(0xffffffffu, best.i, off)});
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = best;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kArgmaxThreads / 32; ++w) best = better(best, partial[w]);
+    *index = best.i == INT_MAX ? 0 : best.i;
+  }
+}
+
+}  // namespace
+
+void embedding_lookup(const __nv_bfloat16* table, int64_t vocab, int64_t hidden,
+                      const int32_t* d_token, float* x, cudaStream_t stream) {
+  const char* where = "embedding_lookup";
+  check(table != nullptr && d_token != nullptr && x != nullptr, where, "null argument");
+  check(vocab >= 1 && vocab <= INT32_MAX && hidden >= 1, where, "table of [", vocab, ", ", hidden,
+        "]");
+  const int64_t blocks = std::min<int64_t>((hidden + kThreads - 1) / kThreads, 1024);
+  embedding_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(table, vocab, hidden,
+                                                                           d_token, x);
+  FSVD_CUDA_CHECK_LAUNCH("embedding_kernel");
+}
+
+void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out,
+             cudaStream_t stream) {
+  const char* where = "cuda::rmsnorm";
+  check(x != nullptr && w != nullptr && out != nullptr, where, "null argument");
+  check(n >= 1 && n <= INT32_MAX && dim >= 1, where, "shape [", n, ", ", dim, "]");
+  rmsnorm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, w, dim, eps, out);
+  FSVD_CUDA_CHECK_LAUNCH("rmsnorm_kernel");
+}
+
+void argmax(const float* logits, int64_t n, int32_t* d_index, cudaStream_t stream) {
+  const char* where = "argmax";
+  check(logits != nullptr && d_index != nullptr, where, "null argument");
+  check(reinterpret_cast<uintptr_t>(logits) % alignof(float) == 0, where, "misaligned logits");
+  check(n >= 1 && n < INT32_MAX, where, n, " logits");
+  argmax_kernel<<<1, kArgmaxThreads, 0, stream>>>(logits, static_cast<int>(n), d_index);
+  FSVD_CUDA_CHECK_LAUNCH("argmax_kernel");
+}
+
+}  // namespace fsvd::cuda

@@ -1,0 +1,57 @@
+#pragma once
+// Helpers shared by the tests of the decode-step CUDA ops.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_buffer.h"
+#include "core/dtype.h"
+
+namespace fsvd::cuda::testutil {
+
+inline bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+// All-ones bits: NaN as fp32 and as bf16, so any element left unwritten shows.
+template <typename T>
+void poison(DeviceBuffer<T>& b) {
+  FSVD_CUDA_CHECK(cudaMemset(b.data(), 0xff, b.bytes()));
+}
+constexpr uint16_t kPoisonBf16 = 0xffff;
+
+// ||out - ref|| / ||ref||, infinite when any output is not finite (unwritten).
+inline double relative_error(const float* out, const float* ref, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(out[i])) return std::numeric_limits<double>::infinity();
+    num += (double{out[i]} - ref[i]) * (double{out[i]} - ref[i]);
+    den += double{ref[i]} * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+inline double relative_error(const std::vector<float>& out, const std::vector<float>& ref) {
+  return out.size() == ref.size() ? relative_error(out.data(), ref.data(), ref.size())
+                                  : std::numeric_limits<double>::infinity();
+}
+
+// Rounds values to bf16 in place and returns their bits.
+inline std::vector<uint16_t> round_to_bf16(std::vector<float>& values) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
+  return bits;
+}
+
+inline const __nv_bfloat16* as_bf16(const DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<const __nv_bfloat16*>(b.data());
+}
+inline __nv_bfloat16* as_bf16(DeviceBuffer<uint16_t>& b) {
+  return reinterpret_cast<__nv_bfloat16*>(b.data());
+}
+
+}  // namespace fsvd::cuda::testutil
