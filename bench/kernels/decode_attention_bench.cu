@@ -64,10 +64,7 @@ int main() {
       FSVD_CUDA_CHECK(cudaMemset(k[l], 0x3c, cache_elems * 2));  // ~0.01: finite, not zero
       FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_elems * 2));
     }
-    int device = 0, sms = 0;
-    FSVD_CUDA_CHECK(cudaGetDevice(&device));
-    FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx, sms);
+    const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx);
     float *q, *out, *ws;
     FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
     FSVD_CUDA_CHECK(cudaMalloc(&out, shape.n_heads * shape.head_dim * 4));

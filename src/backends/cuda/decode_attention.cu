@@ -32,7 +32,7 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kMaxHeads = 8;       // query heads per CTA; larger groups take several CTAs
 constexpr int kMinSplitLen = 32;   // shorter slices cost more in merging than they save
 constexpr int kMaxSplits = 256;    // the combine walks the slices serially
-constexpr int kTargetCtasPerSm = 4;  // ~32 KB of K/V loads in flight per SM
+constexpr int kMaxCtasPerSm = 4;    // more slices than this buys no bandwidth, costs merging
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
@@ -227,38 +227,46 @@ __global__ void __launch_bounds__(kHeadDim) combine_kernel(const Params p) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-template <int kHeadDim, int kHeads>
-void launch_split(const Params& p, dim3 grid, cudaStream_t stream) {
-  split_kernel<kHeadDim, kHeads><<<grid, kThreads, 0, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("decode attention split_kernel");
-}
+using KernelFn = void (*)(Params);
 
-template <int kHeadDim>
-void launch_all(const Params& p, int heads_per_cta, dim3 grid, int n_heads, cudaStream_t stream) {
-  switch (heads_per_cta) {
-    case 1: launch_split<kHeadDim, 1>(p, grid, stream); break;
-    case 2: launch_split<kHeadDim, 2>(p, grid, stream); break;
-    case 4: launch_split<kHeadDim, 4>(p, grid, stream); break;
-    default: launch_split<kHeadDim, kMaxHeads>(p, grid, stream); break;
+struct Variant {
+  KernelFn split, combine;
+};
+
+Variant variant_for(const HeadShape& shape) {
+  const int group = shape.n_heads / shape.n_kv_heads;
+  const int heads = group >= kMaxHeads ? kMaxHeads : group > 2 ? 4 : group;  // per CTA
+  if (shape.head_dim == 64) {
+    const KernelFn split[] = {split_kernel<64, 1>, split_kernel<64, 2>, split_kernel<64, 4>,
+                              split_kernel<64, kMaxHeads>};
+    return {split[heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3], combine_kernel<64>};
   }
-  combine_kernel<kHeadDim><<<n_heads, kHeadDim, 0, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("decode attention combine_kernel");
+  const KernelFn split[] = {split_kernel<128, 1>, split_kernel<128, 2>, split_kernel<128, 4>,
+                            split_kernel<128, kMaxHeads>};
+  return {split[heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3], combine_kernel<128>};
 }
 
 }  // namespace
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int sm_count) {
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
   const char* where = "plan_decode_attention";
   check_head_shape(shape, where);
-  check(max_ctx >= 1 && sm_count >= 1, where, "max_ctx ", max_ctx, " and sm_count ", sm_count,
-        " must be positive");
+  check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
+  int device = 0, sm_count = 0, resident = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  FSVD_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, variant_for(shape).split, kThreads, 0));
   const int group = shape.n_heads / shape.n_kv_heads;
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
+  // As many slices as fill one wave of resident CTAs: a second, partial wave
+  // would cost as long as the first (measured: 528 CTAs where 396 fit ran at
+  // 1.2 TB/s on H200).
   const int64_t ctas_per_split = int64_t{shape.n_kv_heads} * plan.head_chunks;
-  const int64_t wanted = ceil_div(int64_t{kTargetCtasPerSm} * sm_count, ctas_per_split);
-  plan.splits = static_cast<int>(
-      std::clamp<int64_t>(wanted, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
+  const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
+  plan.splits = static_cast<int>(std::clamp<int64_t>(
+      slots / ctas_per_split, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
   plan.workspace_floats = size_t(shape.n_heads) * plan.splits * (shape.head_dim + 2);
   return plan;
 }
@@ -272,33 +280,28 @@ void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_po
   check(q != nullptr && d_pos != nullptr && workspace != nullptr && out != nullptr, where,
         "null argument");
   check(reinterpret_cast<uintptr_t>(q) % 16 == 0, where, "q must be 16-byte aligned");
-  int device = 0, sm_count = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx, sm_count);
+  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 
-  const int group = shape.n_heads / shape.n_kv_heads;
   Params p{};
   p.q = q;
   p.k = cache.k;
   p.v = cache.v;
   p.pos = d_pos;
   p.max_ctx = cache.max_ctx;
-  p.group = group;
+  p.group = shape.n_heads / shape.n_kv_heads;
   p.kv_dim = shape.n_kv_heads * shape.head_dim;
   p.splits = plan.splits;
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
   p.ws_acc = workspace;
   p.ws_ml = workspace + size_t(shape.n_heads) * plan.splits * shape.head_dim;
   p.out = out;
-  const int heads_per_cta = group >= kMaxHeads ? kMaxHeads : group > 2 ? 4 : group;
-  const dim3 grid(plan.splits, shape.n_kv_heads, plan.head_chunks);
-  if (shape.head_dim == 64)
-    launch_all<64>(p, heads_per_cta, grid, shape.n_heads, stream);
-  else
-    launch_all<128>(p, heads_per_cta, grid, shape.n_heads, stream);
+  const Variant kernels = variant_for(shape);
+  kernels.split<<<dim3(plan.splits, shape.n_kv_heads, plan.head_chunks), kThreads, 0, stream>>>(p);
+  FSVD_CUDA_CHECK_LAUNCH("decode attention split_kernel");
+  kernels.combine<<<shape.n_heads, shape.head_dim, 0, stream>>>(p);
+  FSVD_CUDA_CHECK_LAUNCH("decode attention combine_kernel");
 }
 
 }  // namespace fsvd::cuda

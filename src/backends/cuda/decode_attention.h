@@ -21,13 +21,15 @@ struct DecodeAttentionPlan {
   size_t workspace_floats = 0;
 };
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int sm_count);
+// For the current device (the slice count follows its SM count and how many
+// CTAs of the chosen kernel fit on an SM).
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx);
 
 // q: [n_heads * head_dim] fp32 (RoPE applied); out: [n_heads * head_dim] fp32;
-// workspace: at least plan.workspace_floats floats (for this shape and
-// cache.max_ctx on the current device). Attends to cache positions
-// [0, *d_pos] with scale 1/sqrt(head_dim). A position outside [0, max_ctx)
-// reads nothing and fills out with NaN. Two launches (split pass, combine).
+// workspace: at least plan_decode_attention(shape, cache.max_ctx).workspace_floats
+// floats. Attends to cache positions [0, *d_pos] with scale 1/sqrt(head_dim).
+// A position outside [0, max_ctx) reads nothing and fills out with NaN. Two
+// launches (split pass, combine).
 void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_pos,
                       const HeadShape& shape, float* workspace, size_t workspace_floats, float* out,
                       cudaStream_t stream);

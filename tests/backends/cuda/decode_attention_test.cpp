@@ -46,13 +46,6 @@ std::string describe(const HeadShape& s) {
          std::to_string(s.head_dim);
 }
 
-int sm_count() {
-  int device = 0, n = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-  return n;
-}
-
 // A layer's cache of random bf16 rows on host (rounded fp32) and device.
 struct TestCache {
   HeadShape shape;
@@ -86,7 +79,7 @@ struct AttentionRunner {
 
   AttentionRunner(const HeadShape& s, int max_ctx)
       : shape(s), q(size_t(s.n_heads) * s.head_dim), out(q.size()),
-        workspace(plan_decode_attention(s, max_ctx, sm_count()).workspace_floats) {}
+        workspace(plan_decode_attention(s, max_ctx).workspace_floats) {}
   std::vector<float> run(TestCache& cache, int p) {
     pos.upload(std::vector<int>{p});
     testutil::poison(out);
@@ -164,6 +157,26 @@ TEST_F(CudaDecodeAttention, RejectsSmallWorkspaceAndBadShapes) {
                                 runner.workspace.data(), runner.workspace.size(),
                                 runner.out.data(), nullptr),
                Error);
+}
+
+TEST_F(CudaDecodeAttention, PlanFillsOneWaveAndSizesTheWorkspace) {
+  int device = 0, sms = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  for (const HeadShape& s : {HeadShape{32, 32, 128}, HeadShape{32, 8, 128}, HeadShape{9, 3, 64},
+                             HeadShape{64, 1, 64}}) {
+    for (int max_ctx : {1, 31, 33, 4097, 131072}) {
+      const DecodeAttentionPlan plan = plan_decode_attention(s, max_ctx);
+      const int chunks = (s.n_heads / s.n_kv_heads + 7) / 8;
+      EXPECT_EQ(plan.head_chunks, chunks) << describe(s);
+      EXPECT_GE(plan.splits, 1) << describe(s) << " max_ctx " << max_ctx;
+      EXPECT_LE(plan.splits, std::max(1, (max_ctx + 31) / 32)) << describe(s) << " max_ctx " << max_ctx;
+      if (plan.splits > 1) {  // several slices only while they fit one wave of CTAs
+        EXPECT_LE(plan.splits * s.n_kv_heads * chunks, 4 * sms) << describe(s) << " max_ctx " << max_ctx;
+      }
+      EXPECT_EQ(plan.workspace_floats, size_t(s.n_heads) * plan.splits * (s.head_dim + 2));
+    }
+  }
 }
 
 // One decode step's attention part captured once, replayed for successive
