@@ -16,6 +16,9 @@ When `import torch` works (the GPU machine), real torch.save files of the same
 tensors and modules are also written to tests/fixtures/torch/real/; the tests
 then check that both load identically.
 
+It also refreshes the fuzz seeds: fuzz/corpus/torch_archive/ (the archives)
+and fuzz/corpus/pickle/ (their data.pkl streams).
+
 Usage: tests/formats/make_torch_fixtures.py
 """
 import collections
@@ -30,7 +33,9 @@ import sys
 import types
 import zipfile
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "torch")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+OUT = os.path.join(ROOT, "tests", "fixtures", "torch")
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so the files are reproducible
 
 
@@ -349,6 +354,25 @@ def hostile():
         f.write(pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2) + pickle.dumps(1001, protocol=2))
 
 
+def write_fuzz_seeds():
+    for kind in ("torch_archive", "pickle"):
+        os.makedirs(os.path.join(CORPUS, kind), exist_ok=True)
+    for filename in sorted(os.listdir(OUT)):
+        if not filename.endswith(".pt"):
+            continue
+        with open(os.path.join(OUT, filename), "rb") as f:
+            data = f.read()
+        # Seeds are mutated byte by byte: skip the one that is mostly padding.
+        if filename != "deep_marks.pt":
+            with open(os.path.join(CORPUS, "torch_archive", filename), "wb") as f:
+                f.write(data)
+        if zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                pkl = next(n for n in zf.namelist() if n.endswith("/data.pkl"))
+                with open(os.path.join(CORPUS, "pickle", filename[:-3] + ".pkl"), "wb") as f:
+                    f.write(zf.read(pkl))
+
+
 # --- real torch, when available ---------------------------------------------
 def real_torch(trees):
     import torch
@@ -372,7 +396,15 @@ def real_torch(trees):
                 mod = sys.modules.get(g.module) or __import__(g.module, fromlist=[g.name])
                 classes[key] = getattr(mod, g.name)
             else:
-                mod = sys.modules.setdefault(g.module, types.ModuleType(g.module))
+                # pickle imports the module by name, parents first: stand-ins for any that are missing.
+                parts = g.module.split(".")
+                for i in range(1, len(parts) + 1):
+                    name = ".".join(parts[:i])
+                    try:
+                        __import__(name)
+                    except ImportError:
+                        sys.modules[name] = types.ModuleType(name)
+                mod = sys.modules[g.module]
                 base = torch.nn.Module if g.name != "LlamaConfig" and g.name != "LlamaTokenizer" and \
                     g.name != "SentencePieceProcessor" else object
                 cls = type(g.name, (base,), {"__module__": g.module})
@@ -416,6 +448,7 @@ def main():
         json.dump(expected, f, sort_keys=True)
         f.write("\n")
     hostile()
+    write_fuzz_seeds()
     try:
         import torch  # noqa: F401
     except ImportError:

@@ -133,7 +133,8 @@ TEST(ZipArchive, SurvivesTruncationAndCorruption) {
   for (size_t n = 0; n < zip.size(); ++n) {
     try {
       const ZipArchive archive(zip.data(), n, "cut.zip");
-      // Only the end record's trailing comment length may be cut off: every entry is intact.
+      // minizip reads a short end record as zero-padded, so cutting its last
+      // bytes (comment length, high byte of a small offset) is harmless: every entry is intact.
       for (const auto& e : entries) {
         const auto bytes = archive.read(e.name);
         EXPECT_EQ(Bytes(bytes.begin(), bytes.end()), e.data) << "truncated to " << n;
@@ -142,7 +143,7 @@ TEST(ZipArchive, SurvivesTruncationAndCorruption) {
       ++errors;
     }
   }
-  EXPECT_GE(errors, zip.size() - 2) << "a zip cut before its end record must be refused";
+  EXPECT_GE(errors, zip.size() - 3) << "a zip cut before its end record must be refused";
   std::mt19937 rng(12);
   for (int trial = 0; trial < 2000; ++trial) {
     Bytes bad = zip;

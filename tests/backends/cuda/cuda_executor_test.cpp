@@ -1,0 +1,237 @@
+// CudaExecutor against the fp32 CpuExecutor on random models covering every
+// path of the decode step: MHA and GQA, head_dim 64 and 128, low-rank
+// projections of odd and unequal ranks, dense parts mixed in, shared first
+// factors, q/k/v biases, tied and (low-rank) untied lm_heads. Also the bytes
+// the upload de-duplicates and the Errors for unsupported requests. The GPU
+// parts skip when no device is present.
+#ifdef FLASHSVD_CUDA
+
+#include "backends/cuda/cuda_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "backends/cuda/decode_test_util.h"
+#include "testing/fails_with.h"
+#include "testing/random_model.h"
+
+namespace fsvd::cuda {
+namespace {
+
+using testutil::have_gpu;
+using testutil::relative_error;
+using testing::RandomModelSpec;
+
+// bf16 weights (8 bits of mantissa) through a few layers of factor chains.
+constexpr double kLogitTolerance = 2e-2;
+
+int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
+
+// Gap between the two largest values, relative to the values' RMS.
+double top2_margin(const std::vector<float>& v) {
+  std::vector<float> s(v);
+  std::partial_sort(s.begin(), s.begin() + 2, s.end(), std::greater<>());
+  double ss = 0;
+  for (float x : v) ss += double{x} * x;
+  return (s[0] - s[1]) / std::sqrt(ss / v.size());
+}
+
+struct Case {
+  std::string name;
+  RandomModelSpec spec;
+};
+
+std::vector<Case> cases() {
+  auto spec = [](ModelConfig c, testing::Ranks r, bool bias, int share, int lm_rank, uint64_t seed) {
+    RandomModelSpec s;
+    s.config = c;
+    s.ranks = r;
+    s.qkv_bias = bias;
+    s.share_group = share;
+    s.lm_head_rank = lm_rank;
+    s.seed = seed;
+    return s;
+  };
+  ModelConfig mha = testing::small_config(196, 340, 2, 3, 3, 64, 301);
+  mha.tied_embeddings = true;  // hidden 196: the tied lm_head needs its own padded upload
+  ModelConfig gqa3 = testing::small_config(256, 520, 3, 6, 2, 128, 257);
+  ModelConfig gqa4 = testing::small_config(264, 456, 4, 8, 2, 64, 333);
+  ModelConfig gqa4_128 = testing::small_config(320, 392, 4, 4, 1, 128, 280);
+  gqa4_128.tied_embeddings = true;
+  return {
+      // All low-rank, gate and up of one rank: the fused silu(gate)·up GEMV.
+      {"MhaLowRankHd64TiedBias", spec(mha, {37, 21, 29, 45, 51, 51, 43}, true, 1, 0, 11)},
+      // Dense q, v, o, up, down beside low-rank k, gate: per-part GEMVs, silu_mul.
+      {"Gqa3MixedHd128Bias", spec(gqa3, {0, 19, 0, 0, 33, 0, 0}, true, 1, 0, 12)},
+      // Shared first factors, unequal gate/up ranks, low-rank lm_head.
+      {"Gqa4SharedHd64LowRankHead", spec(gqa4, {45, 23, 31, 57, 61, 53, 39}, false, 2, 27, 13)},
+      // Shared first factors with the fused gate|up, tied lm_head.
+      {"Gqa4SharedFusedHd128Tied", spec(gqa4_128, {29, 13, 17, 35, 47, 47, 41}, true, 2, 0, 14)},
+  };
+}
+
+class CudaExecutorVsCpu : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// Prompt (all logits) then decode steps fed the CPU's greedy tokens: every
+// step's logits within bf16 tolerance.
+TEST_P(CudaExecutorVsCpu, LogitsMatchAtEveryStep) {
+  const Model m = testing::random_model(GetParam().spec);
+  const int context = 24;
+  CpuExecutor cpu(m, context, 0);
+  CudaExecutor gpu(m, context);
+  const int vocab = m.config.vocab;
+  const std::vector<int32_t> prompt{3, 250, 17, 99, 4, 180, 42};
+  std::vector<float> want, got;
+  cpu.forward(prompt, 0, true, want);
+  gpu.forward(prompt, 0, true, got);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const double err = relative_error(got.data() + i * vocab, want.data() + i * vocab, vocab);
+    worst = std::max(worst, err);
+    EXPECT_LT(err, kLogitTolerance) << "prompt token " << i;
+  }
+  int pos = static_cast<int>(prompt.size());
+  int32_t token = argmax(want.data() + (prompt.size() - 1) * vocab, vocab);
+  for (int step = 0; step < 8; ++step, ++pos) {
+    cpu.forward({&token, 1}, pos, false, want);
+    gpu.forward({&token, 1}, pos, false, got);
+    const double err = relative_error(got, want);
+    worst = std::max(worst, err);
+    EXPECT_LT(err, kLogitTolerance) << "decode step " << step;
+    token = argmax(want.data(), vocab);
+  }
+  std::printf("[ %s ] worst relative logit error %.2e, %zu weight bytes\n", GetParam().name.c_str(),
+              worst, gpu.weight_bytes());
+}
+
+// Independent greedy runs agree token for token; a step where the CPU's top
+// two logits are a near-tie (within bf16 noise) may legitimately diverge, and
+// ends the comparison there.
+TEST_P(CudaExecutorVsCpu, GreedyTokensAgree) {
+  const Model m = testing::random_model(GetParam().spec);
+  CpuExecutor cpu(m, 32, 0);
+  CudaExecutor gpu(m, 32);
+  const std::vector<int32_t> prompt{7, 1, 77, 200};
+  std::vector<float> want, got;
+  cpu.forward(prompt, 0, false, want);
+  gpu.forward(prompt, 0, false, got);
+  int32_t cpu_token = 0, gpu_token = 0;
+  for (int step = 0, pos = static_cast<int>(prompt.size()); step < 12; ++step, ++pos) {
+    cpu_token = argmax(want.data(), m.config.vocab);
+    gpu_token = argmax(got.data(), m.config.vocab);
+    if (cpu_token != gpu_token) {
+      EXPECT_LT(top2_margin(want), 0.05) << "step " << step << ": cpu " << cpu_token << ", gpu "
+                                         << gpu_token << " without a near-tie";
+      return;
+    }
+    cpu.forward({&cpu_token, 1}, pos, false, want);
+    gpu.forward({&gpu_token, 1}, pos, false, got);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaExecutorVsCpu, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- Upload: bytes, with shared storage counted once. ----
+
+int64_t pad8(int64_t n) { return (n + 7) / 8 * 8; }
+
+// The layout DeviceModel promises for an all-low-rank model with an untied
+// dense lm_head and no sharing: bf16 matrices with rows padded to 8, fp32
+// norms. Written from the shapes, not from the model.
+size_t expected_unshared_bytes(const RandomModelSpec& s) {
+  const ModelConfig& c = s.config;
+  const testing::Ranks& r = s.ranks;
+  const int64_t h = c.hidden, q_out = int64_t{c.n_heads} * c.head_dim,
+                kv = int64_t{c.n_kv_heads} * c.head_dim, in = c.intermediate;
+  int64_t bf16 = int64_t{c.vocab} * h + int64_t{c.vocab} * pad8(h);  // embed, lm_head
+  int64_t f32 = h;                                                   // final norm
+  for (int l = 0; l < c.n_layers; ++l) {
+    f32 += 2 * h;
+    bf16 += (r.q + r.k + r.v) * pad8(h) + q_out * pad8(r.q) + kv * pad8(r.k) + kv * pad8(r.v);
+    bf16 += r.o * pad8(q_out) + h * pad8(r.o);
+    bf16 += (r.gate + r.up) * pad8(h) + in * pad8(r.gate) + in * pad8(r.up);
+    bf16 += r.down * pad8(in) + h * pad8(r.down);
+  }
+  return static_cast<size_t>(2 * bf16 + 4 * f32);
+}
+
+TEST(CudaExecutorUpload, SharedStorageIsUploadedOnce) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  RandomModelSpec spec;
+  spec.config = testing::small_config(196, 300, 4, 4, 2, 64, 211);
+  spec.ranks = {21, 13, 19, 23, 29, 29, 31};
+  spec.seed = 5;
+  const size_t unshared = expected_unshared_bytes(spec);
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(), unshared);
+
+  // Groups of 2 layers share q/k/v and gate/up first factors: the packed first
+  // factors of 2 of the 4 layers are not uploaded again.
+  spec.share_group = 2;
+  const testing::Ranks& r = spec.ranks;
+  const size_t saved = 2 * 2 * (r.q + r.k + r.v + r.gate + r.up) * pad8(spec.config.hidden);
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(), unshared - saved);
+
+  // A tied lm_head is the embedding's upload when hidden is a multiple of 8.
+  spec.share_group = 1;
+  spec.config = testing::small_config(200, 300, 4, 4, 2, 64, 211);
+  const size_t untied = expected_unshared_bytes(spec);
+  spec.config.tied_embeddings = true;
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(),
+            untied - size_t{2} * 211 * 200);
+}
+
+// ---- Errors ----
+
+TEST(CudaExecutorErrors, UnsupportedHeadDimIsRefusedBeforeTouchingTheDevice) {
+  RandomModelSpec spec;
+  spec.config = testing::small_config(64, 96, 1, 2, 2, 32, 50);
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(testing::random_model(spec), 8); }, "head_dim 32"));
+}
+
+TEST(CudaExecutorErrors, BadRequests) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  RandomModelSpec spec;
+  spec.config = testing::small_config(128, 200, 2, 2, 2, 64, 90);
+  spec.ranks.q = 11;
+  const Model m = testing::random_model(spec);
+  // 2 layers x 2^30 positions x 128 values x 2 (k, v) x 2 bytes = 1 TiB.
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(m, 1 << 30); }, "KV cache"));
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(m, 0); }, "context size"));
+  RandomModelSpec unpacked = spec;
+  unpacked.pack = false;
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(testing::random_model(unpacked), 8); },
+                               "not packed"));
+
+  CudaExecutor gpu(m, 8);
+  std::vector<float> logits;
+  const std::vector<int32_t> three{1, 2, 3};
+  EXPECT_TRUE(test::fails_with([&] { gpu.forward(three, 1, false, logits); }, "position 1"));
+  EXPECT_TRUE(test::fails_with([&] { gpu.forward({}, 0, false, logits); }, "no tokens"));
+  const std::vector<int32_t> bad{1, 90};
+  EXPECT_TRUE(test::fails_with([&] { gpu.forward(bad, 0, false, logits); }, "token id 90"));
+  gpu.forward(three, 0, false, logits);
+  const std::vector<int32_t> six(6, 5);
+  EXPECT_TRUE(test::fails_with([&] { gpu.forward(six, 3, false, logits); }, "context size 8"));
+  EXPECT_TRUE(test::fails_with([&] { gpu.forward(three, 4, false, logits); }, "position 4"));
+  // Rewinding to an earlier position is allowed and overwrites the cache.
+  gpu.forward(three, 1, true, logits);
+  EXPECT_EQ(logits.size(), size_t{3} * 90);
+}
+
+}  // namespace
+}  // namespace fsvd::cuda
+
+#endif  // FLASHSVD_CUDA
