@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/commands.h"
+#include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
 #include "core/error.h"
@@ -20,7 +21,6 @@ struct GenerateFlags {
   bool chat = false;
   int n = 256;
   int ctx = 0;
-  int threads = 0;
   float temperature = 0.0f;
   int top_k = 0;
   float top_p = 1.0f;
@@ -51,7 +51,7 @@ void run(const ModelFlags& mf, const GenerateFlags& f) {
   const int ctx = f.ctx > 0 ? f.ctx : s.model.config.max_seq > 0 ? std::min(want, s.model.config.max_seq) : want;
   check(static_cast<int>(prompt.size()) <= ctx, "--ctx", "the prompt has ", prompt.size(),
         " tokens but the context holds ", ctx);
-  CpuExecutor executor(s.model, ctx, f.threads);
+  const auto executor = make_executor(s.model, mf.device, ctx, mf.threads);
 
   GenerateOptions options;
   options.max_new_tokens = f.n;
@@ -62,7 +62,7 @@ void run(const ModelFlags& mf, const GenerateFlags& f) {
     std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(options.sampling.seed));
 
   std::string text;
-  const GenerateStats st = generate(executor, *s.tokenizer, prompt, options, [&](std::string_view piece) {
+  const GenerateStats st = generate(*executor, *s.tokenizer, prompt, options, [&](std::string_view piece) {
     if (f.json) {
       text += piece;
     } else {
@@ -93,7 +93,7 @@ void run(const ModelFlags& mf, const GenerateFlags& f) {
 
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text from a prompt, streaming it to stdout");
-  auto mf = add_model_flags(*cmd);
+  auto mf = add_model_flags(*cmd, true);
   auto f = std::make_shared<GenerateFlags>();
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_flag("--chat", f->chat, "Wrap the prompt as a user message in the model's chat template");
@@ -101,7 +101,6 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-n,--n-predict", f->n, "Maximum number of new tokens")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--ctx", f->ctx, "Context size to allocate (default: prompt + n, capped by the model)")
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("-t,--threads", f->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   cmd->add_option("--temp", f->temperature, "Sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--top-k", f->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--top-p", f->top_p, "Nucleus sampling mass (1: off)")->check(CLI::Range(1e-6, 1.0));

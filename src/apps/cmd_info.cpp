@@ -53,7 +53,7 @@ void print_text(const Model& m, const ModelSummary& s) {
 
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the architecture and every linear (shape, rank, sharing)");
-  auto flags = add_model_flags(*cmd);
+  auto flags = add_model_flags(*cmd, false);
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([flags, json] {

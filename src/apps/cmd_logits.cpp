@@ -3,6 +3,7 @@
 #include <string>
 
 #include "apps/commands.h"
+#include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
 #include "core/error.h"
@@ -15,7 +16,6 @@ struct LogitsFlags {
   std::string tokens;  // "1,17,250"
   std::string text;
   std::string out;
-  int threads = 0;
 };
 
 std::vector<int32_t> parse_ids(const std::string& list) {
@@ -43,9 +43,9 @@ void run(const ModelFlags& mf, const LogitsFlags& f) {
   const std::vector<int32_t> ids =
       f.text.empty() ? parse_ids(f.tokens) : s.tokenizer->encode(f.text, s.tokenizer->adds_bos(), true);
   check(!ids.empty(), "logits", "no tokens");
-  CpuExecutor executor(s.model, static_cast<int>(ids.size()), f.threads);
+  const auto executor = make_executor(s.model, mf.device, static_cast<int>(ids.size()), mf.threads);
   std::vector<float> logits;
-  executor.forward(ids, 0, true, logits);
+  executor->forward(ids, 0, true, logits);
   const int64_t vocab = s.model.config.vocab;
   if (!f.out.empty()) {
     write_npy_f32(f.out, {static_cast<int64_t>(ids.size()), vocab}, logits.data());
@@ -64,12 +64,11 @@ void run(const ModelFlags& mf, const LogitsFlags& f) {
 
 void add_logits_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits", "Compute fp32 logits for every position of a token sequence");
-  auto mf = add_model_flags(*cmd);
+  auto mf = add_model_flags(*cmd, true);
   auto f = std::make_shared<LogitsFlags>();
   cmd->add_option("--tokens", f->tokens, "Comma-separated token ids, e.g. 1,17,250");
   cmd->add_option("--text", f->text, "Text to tokenize instead of --tokens (special tokens are parsed)");
   cmd->add_option("-o,--output", f->out, "Write a [tokens, vocab] float32 .npy file instead of text rows");
-  cmd->add_option("-t,--threads", f->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   cmd->callback([mf, f] { run(*mf, *f); });
 }
 

@@ -10,9 +10,12 @@ struct ModelFlags {
   std::string model;      // empty: the default model
   std::string family;     // empty: detect
   std::string tokenizer;  // empty: from the model
+  std::string device = "auto";
+  int threads = 0;  // CPU threads, 0: all
 };
 
-std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd);
+// `runs_model` adds the flags of commands that execute it (--tokenizer, --device, --threads).
+std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, bool runs_model);
 // The model path, fetching the default model when none was given.
 std::string resolve_model_path(const ModelFlags& flags);
 

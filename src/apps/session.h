@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "apps/model_flags.h"
-#include "backends/cpu/cpu_executor.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

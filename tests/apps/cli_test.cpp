@@ -50,6 +50,7 @@ TEST(Cli, UnknownFlagIsRejected) {
 TEST(Cli, NonsenseValuesAreRejected) {
   EXPECT_NE(run("generate -n -5 -m x").exit_code, 0);
   EXPECT_NE(run("generate --top-p 7 -m x").exit_code, 0);
+  EXPECT_NE(run("generate --device gpu -m x").exit_code, 0);
   const Result r = run("logits -m x --tokens 1,two,3");
   EXPECT_NE(r.exit_code, 0);
 }
