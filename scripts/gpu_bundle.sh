@@ -16,10 +16,10 @@ ldd build/flashsvd_tests build/flashsvd | awk '$3 ~ /^\// {print $3}' | sort -u 
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 cat > "$bundle/run-tests.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the GPU test suite (every Cuda* test) with the bundled libraries.
+# Runs the GPU test suite (every CUDA test, parameterized ones included) with the bundled libraries.
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-exec "$here/flashsvd_tests" --gtest_filter='Cuda*' "$@"
+exec "$here/flashsvd_tests" --gtest_filter='*Cuda*:*Gemv*' "$@"
 RUN
 chmod +x "$bundle/run-tests.sh"
 du -sh "$bundle" >&2
