@@ -3,6 +3,7 @@
 // backend through this interface.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace fsvd {
@@ -19,5 +20,11 @@ class Executor {
   virtual int context_size() const = 0;
   virtual int vocab_size() const = 0;
 };
+
+// The checks every forward() makes before touching its cache: tokens present
+// and inside the vocabulary, pos within the `filled` cached positions, and the
+// tokens fitting the context. Throws Error naming `where`.
+void check_forward_request(const std::string& where, std::span<const int32_t> tokens, int pos, int filled,
+                           int context, int vocab);
 
 }  // namespace fsvd

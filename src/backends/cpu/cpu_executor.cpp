@@ -49,15 +49,7 @@ float* CpuExecutor::v_at(int layer, int pos) {
 void CpuExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,
                           std::vector<float>& logits) {
   const ModelConfig& c = model_.config;
-  const char* where = "CpuExecutor::forward";
-  check(!tokens.empty(), where, "no tokens to run");
-  check(pos >= 0 && pos <= filled_, where, "position ", pos, " is outside the ", filled_,
-        " cached positions (a forward may start at most right after them)");
-  check(tokens.size() <= static_cast<size_t>(context_ - pos), where, tokens.size(),
-        " tokens at position ", pos, " exceed the context size ", context_);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    check(tokens[i] >= 0 && tokens[i] < c.vocab, where, "token id ", tokens[i], " at index ", i,
-          " is outside the vocabulary [0, ", c.vocab, ")");
+  check_forward_request("CpuExecutor::forward", tokens, pos, filled_, context_, c.vocab);
 
   omp_set_num_threads(threads_);
   openblas_set_num_threads(threads_);

@@ -154,14 +154,7 @@ void CudaExecutor::enqueue_decode_step(cudaStream_t stream) {
 void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,
                            std::vector<float>& logits) {
   const char* where = "CudaExecutor::forward";
-  check(!tokens.empty(), where, "no tokens to run");
-  check(pos >= 0 && pos <= filled_, where, "position ", pos, " is outside the ", filled_,
-        " cached positions (a forward may start at most right after them)");
-  check(tokens.size() <= static_cast<size_t>(context_ - pos), where, tokens.size(),
-        " tokens at position ", pos, " exceed the context size ", context_);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    check(tokens[i] >= 0 && tokens[i] < config_.vocab, where, "token id ", tokens[i], " at index ",
-          i, " is outside the vocabulary [0, ", config_.vocab, ")");
+  check_forward_request(where, tokens, pos, filled_, context_, config_.vocab);
 
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   logits.resize((all_logits ? n : 1) * vocab);

@@ -1,0 +1,19 @@
+#include "backends/executor.h"
+
+#include "core/error.h"
+
+namespace fsvd {
+
+void check_forward_request(const std::string& where, std::span<const int32_t> tokens, int pos, int filled,
+                           int context, int vocab) {
+  check(!tokens.empty(), where, "no tokens to run");
+  check(pos >= 0 && pos <= filled, where, "position ", pos, " is outside the ", filled,
+        " cached positions (a forward may start at most right after them)");
+  check(tokens.size() <= static_cast<size_t>(context - pos), where, tokens.size(), " tokens at position ", pos,
+        " exceed the context size ", context);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    check(tokens[i] >= 0 && tokens[i] < vocab, where, "token id ", tokens[i], " at index ", i,
+          " is outside the vocabulary [0, ", vocab, ")");
+}
+
+}  // namespace fsvd
