@@ -37,6 +37,13 @@ void Model::validate() const {
   }
 }
 
+void Model::validate_packed(const std::string& user) const {
+  validate();
+  for (size_t i = 0; i < layers.size(); ++i)
+    check(layers[i].qkv.parts.size() == 3 && layers[i].gate_up.parts.size() == 2, source, "layer ", i,
+          " is not packed (Model::pack() must run before ", user, ")");
+}
+
 void Model::pack() {
   PackCache cache;
   for (Layer& l : layers) {

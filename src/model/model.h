@@ -30,6 +30,9 @@ struct Model {
   void validate() const;
   // Stacks q|k|v and gate|up first factors (see PackedLinear). Idempotent.
   void pack();
+  // validate(), then throws unless pack() has run: backends read the packs.
+  // `user` names the backend in the message.
+  void validate_packed(const std::string& user) const;
   // Parameters and resident bytes counting each shared storage once.
   int64_t unique_params() const;
 };

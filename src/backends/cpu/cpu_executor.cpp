@@ -18,12 +18,7 @@ CpuExecutor::CpuExecutor(const Model& model, int context, int threads)
       context_(context),
       threads_(threads > 0 ? threads : omp_get_num_procs()) {
   const ModelConfig& c = model.config;
-  model.validate();
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const Layer& l = model.layers[i];
-    check(l.qkv.parts.size() == 3 && l.gate_up.parts.size() == 2, model.source, "layer ", i,
-          " is not packed (Model::pack() must run before building an executor)");
-  }
+  model.validate_packed("building an executor");
   check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
   q_dim_ = int64_t{c.n_heads} * c.head_dim;
   kv_dim_ = int64_t{c.n_kv_heads} * c.head_dim;

@@ -95,12 +95,7 @@ DevicePacked DeviceModel::upload_packed(const PackedLinear& p) {
 
 DeviceModel::DeviceModel(const Model& model) {
   const ModelConfig& c = model.config;
-  model.validate();
-  for (size_t i = 0; i < model.layers.size(); ++i) {
-    const Layer& l = model.layers[i];
-    check(l.qkv.parts.size() == 3 && l.gate_up.parts.size() == 2, model.source, "layer ", i,
-          " is not packed (Model::pack() must run before uploading)");
-  }
+  model.validate_packed("uploading");
   // The embedding gather reads rows of stride hidden; a tied lm_head shares
   // this upload whenever hidden is already a multiple of 8.
   embed_ = upload_matrix(model.embed, c.hidden).data;
