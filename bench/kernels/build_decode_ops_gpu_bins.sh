@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds the decode-op CUDA tests (rope_store_kv, decode_attention, embedding,
-# rmsnorm, argmax) into build-gpu/decode_ops_tests on a machine with nvcc and
-# GoogleTest, to be carried to the GPU machine and run there:
+# rmsnorm, argmax) into build-gpu/decode_ops_tests (or $FLASHSVD_GPU_BIN_DIR)
+# on a machine with nvcc and GoogleTest, to be carried to the GPU machine and
+# run there:
 #   bash bench/kernels/build_decode_ops_gpu_bins.sh
 #   (on the GPU) build-gpu/decode_ops_tests 2>&1 | tee $OUT/log; build-gpu/decode_attention_bench
 # Kernels compile as C++17 like CMake's CUDA sources; the CPU reference ops
 # are built without OpenMP so the binary needs no libgomp on the GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=build-gpu
+out=${FLASHSVD_GPU_BIN_DIR:-build-gpu}
 obj="$out/obj_decode_ops"
 mkdir -p "$obj"
 for k in rope_kv decode_attention small_ops; do

@@ -1,7 +1,7 @@
 // Times decode_attention (and argmax over a 128k vocab) on the GPU: LLaMA-7B
-// heads (32/32, hd 128) and a GQA shape (32/8), max_ctx 8192, one graph of 8
-// layers' calls replayed (8 separate caches so L2 does not serve the K/V).
-// Prints us per call and the K/V read bandwidth.
+// heads (32/32, hd 128) and a GQA shape (32/8), bf16 and fp32 caches, max_ctx
+// 8192, one graph of 8 layers' calls replayed (8 separate caches so L2 does
+// not serve the K/V). Prints us per call and the K/V read bandwidth.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -53,36 +53,39 @@ int main() {
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   int* pos;
   FSVD_CUDA_CHECK(cudaMalloc(&pos, sizeof(int)));
-  std::printf("%-14s %6s %10s %10s\n", "heads/kv/hd", "len", "us/call", "KV GB/s");
-  for (HeadShape shape : {HeadShape{32, 32, 128}, HeadShape{32, 8, 128}}) {
-    const size_t kv_dim = size_t(shape.n_kv_heads) * shape.head_dim;
-    const size_t cache_elems = kv_dim * kMaxCtx;
-    std::vector<__nv_bfloat16*> k(kLayers), v(kLayers);
-    for (int l = 0; l < kLayers; ++l) {
-      FSVD_CUDA_CHECK(cudaMalloc(&k[l], cache_elems * 2));
-      FSVD_CUDA_CHECK(cudaMalloc(&v[l], cache_elems * 2));
-      FSVD_CUDA_CHECK(cudaMemset(k[l], 0x3c, cache_elems * 2));  // ~0.01: finite, not zero
-      FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_elems * 2));
+  std::printf("%-5s %-14s %6s %10s %10s\n", "cache", "heads/kv/hd", "len", "us/call", "KV GB/s");
+  for (ElementType type : {ElementType::BF16, ElementType::F32}) {
+    for (HeadShape shape : {HeadShape{32, 32, 128}, HeadShape{32, 8, 128}}) {
+      const size_t kv_dim = size_t(shape.n_kv_heads) * shape.head_dim;
+      const size_t cache_bytes = kv_dim * kMaxCtx * element_bytes(type);
+      std::vector<void*> k(kLayers), v(kLayers);
+      for (int l = 0; l < kLayers; ++l) {
+        FSVD_CUDA_CHECK(cudaMalloc(&k[l], cache_bytes));
+        FSVD_CUDA_CHECK(cudaMalloc(&v[l], cache_bytes));
+        FSVD_CUDA_CHECK(cudaMemset(k[l], 0x3c, cache_bytes));  // ~0.01 in either type: finite, not zero
+        FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_bytes));
+      }
+      const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx, type);
+      float *q, *out, *ws;
+      FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
+      FSVD_CUDA_CHECK(cudaMalloc(&out, shape.n_heads * shape.head_dim * 4));
+      FSVD_CUDA_CHECK(cudaMalloc(&ws, plan.workspace_floats * 4));
+      FSVD_CUDA_CHECK(cudaMemset(q, 0x3c, shape.n_heads * shape.head_dim * 4));
+      for (int len : {512, 4096, 8192}) {
+        const int p = len - 1;
+        FSVD_CUDA_CHECK(cudaMemcpy(pos, &p, sizeof(int), cudaMemcpyHostToDevice));
+        const float us = time_graph(s, [&] {
+          for (int l = 0; l < kLayers; ++l)
+            decode_attention(q, {k[l], v[l], kMaxCtx, type}, pos, shape, ws, plan.workspace_floats, out, s);
+        }, kLayers);
+        const double bytes = 2.0 * len * kv_dim * element_bytes(type);
+        std::printf("%-5s %2d/%2d/%-8d %6d %10.2f %10.0f   (splits %d)\n",
+                    type == ElementType::F32 ? "fp32" : "bf16", shape.n_heads, shape.n_kv_heads,
+                    shape.head_dim, len, us, bytes / us * 1e-3, plan.splits);
+      }
+      for (int l = 0; l < kLayers; ++l) cudaFree(k[l]), cudaFree(v[l]);
+      cudaFree(q), cudaFree(out), cudaFree(ws);
     }
-    const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx);
-    float *q, *out, *ws;
-    FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
-    FSVD_CUDA_CHECK(cudaMalloc(&out, shape.n_heads * shape.head_dim * 4));
-    FSVD_CUDA_CHECK(cudaMalloc(&ws, plan.workspace_floats * 4));
-    FSVD_CUDA_CHECK(cudaMemset(q, 0x3c, shape.n_heads * shape.head_dim * 4));
-    for (int len : {512, 4096, 8192}) {
-      const int p = len - 1;
-      FSVD_CUDA_CHECK(cudaMemcpy(pos, &p, sizeof(int), cudaMemcpyHostToDevice));
-      const float us = time_graph(s, [&] {
-        for (int l = 0; l < kLayers; ++l)
-          decode_attention(q, {k[l], v[l], kMaxCtx}, pos, shape, ws, plan.workspace_floats, out, s);
-      }, kLayers);
-      const double bytes = 2.0 * len * kv_dim * 2;
-      std::printf("%2d/%2d/%-8d %6d %10.2f %10.0f   (splits %d)\n", shape.n_heads, shape.n_kv_heads,
-                  shape.head_dim, len, us, bytes / us * 1e-3, plan.splits);
-    }
-    for (int l = 0; l < kLayers; ++l) cudaFree(k[l]), cudaFree(v[l]);
-    cudaFree(q), cudaFree(out), cudaFree(ws);
   }
   float* logits;
   int32_t* idx;

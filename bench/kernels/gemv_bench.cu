@@ -1,7 +1,8 @@
 // Batch-1 bf16 GEMV: our kernels against cuBLAS on the decode shapes of
 // design.md (LLaMA-7B, low-rank ratio 0.5), inside CUDA graphs, with enough
 // weight copies in rotation that L2 cannot serve them. Prints a sweep of
-// launch shapes per matrix, then a summary table (last, for short logs).
+// launch shapes per matrix, then a summary table (last, for short logs) that
+// also times the fp32-weight mode (exact checks) of the same matrix.
 //
 // Build and run from the repository root (CUDA 13, H100/H200):
 //   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
@@ -68,6 +69,11 @@ __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
     p[i] = __float2bfloat16(hashed_uniform(i, seed));
 }
 
+__global__ void fill_f32(float* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    p[i] = hashed_uniform(i, seed);
+}
+
 __global__ void bf16_to_f32(const __nv_bfloat16* in, float* out, size_t n) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     out[i] = __bfloat162float(in[i]);
@@ -117,7 +123,7 @@ double relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Row {
   std::string name, shape, auto_plan, best_plan;
-  double mb, cublas_us, ours_us, ours_pdl_us, ours_f32x_us, best_us, diff;
+  double mb, cublas_us, ours_us, ours_pdl_us, ours_f32x_us, ours_f32w_us, best_us, diff;
 };
 
 int run() {
@@ -156,18 +162,19 @@ int run() {
     FSVD_CUDA_CHECK(cudaGetLastError());
     FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-    auto matrix = [&](int i) { return Bf16Matrix{w.data() + size_t(i % copies) * per_copy, s.rows, s.cols, ld}; };
+    auto matrix = [&](int i) { return DeviceMatrix{w.data() + size_t(i % copies) * per_copy, s.rows, s.cols, ld}; };
     const auto* xb = x_bf16.data();
-    auto ours = [&](int i, GemvConfig cfg, bool f32_input) {
+    auto run = [&](const DeviceMatrix& m, GemvConfig cfg, bool f32_input) {
       const DeviceVec x = f32_input ? DeviceVec::f32(x_f32.data()) : DeviceVec::bf16_values(xb);
       const DeviceVec x_up = f32_input ? DeviceVec::f32(x_f32.data() + s.cols) : DeviceVec::bf16_values(xb + s.cols);
       switch (s.kind) {
-        case Kind::Plain: gemv(matrix(i), x, y.data(), stream, cfg); break;
-        case Kind::Residual: gemv_residual(matrix(i), x, y.data(), stream, cfg); break;
-        case Kind::SiluMul: gemv_silu_mul(matrix(i), x, x_up, y.data(), stream, cfg); break;
-        case Kind::Norm: rmsnorm_gemv(matrix(i), x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
+        case Kind::Plain: gemv(m, x, y.data(), stream, cfg); break;
+        case Kind::Residual: gemv_residual(m, x, y.data(), stream, cfg); break;
+        case Kind::SiluMul: gemv_silu_mul(m, x, x_up, y.data(), stream, cfg); break;
+        case Kind::Norm: rmsnorm_gemv(m, x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
       }
     };
+    auto ours = [&](int i, GemvConfig cfg, bool f32_input) { run(matrix(i), cfg, f32_input); };
     const float one = 1.0f, zero = 0.0f;
     auto cublas = [&](int i) {
       FSVD_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(s.rows), 1, int(s.cols), &one,
@@ -187,6 +194,20 @@ int run() {
     r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, f32_input); });
     r.ours_f32x_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, true); });
     r.ours_pdl_us = time_per_call(stream, launches, [&](int i) { ours(i, {0, 0, true}, f32_input); });
+    {
+      // The fp32-weight mode: twice the bytes, as many copies as keep L2 out.
+      const int64_t ld32 = (s.cols + 3) / 4 * 4;
+      const size_t per_copy32 = size_t(s.rows) * ld32;
+      const int copies32 = static_cast<int>(std::max<double>(3, std::ceil(2.0 * prop.l2CacheSize / bytes)));
+      const int launches32 = (kMinLaunchesPerGraph + copies32 - 1) / copies32 * copies32;
+      DeviceBuffer<float> w32(per_copy32 * copies32);
+      fill_f32<<<1024, 256, 0, stream>>>(w32.data(), w32.size(), 1);
+      FSVD_CUDA_CHECK(cudaGetLastError());
+      r.ours_f32w_us = time_per_call(stream, launches32, [&](int i) {
+        run({w32.data() + size_t(i % copies32) * per_copy32, s.rows, s.cols, ld32, ElementType::F32}, {},
+            f32_input);
+      });
+    }
 
     // Same matrix, same input: ours against cuBLAS (plain GEMVs only; the fused
     // epilogues are checked against the CPU in tests/backends/cuda).
@@ -221,16 +242,19 @@ int run() {
   }
 
   std::printf("\nSummary (us per call inside a CUDA graph, median of %d replays; %% of %.2f TB/s; x bf16 "
-              "except norm rows; +PDL: early_weights, back-to-back calls overlap; best: sweep without PDL)\n",
+              "except norm rows; +PDL: early_weights, back-to-back calls overlap; best: sweep without PDL; "
+              "W fp32: fp32 weights (2x the MB), automatic plan, %% of their bytes)\n",
               kRepeats, kPeakBytesPerSecond / 1e12);
-  std::printf("%-22s %-14s %6s | %7s %5s | %7s %5s %-9s | %7s %5s | %7s | %7s %-9s | %s\n", "matrix",
+  std::printf("%-22s %-14s %6s | %7s %5s | %7s %5s %-9s | %7s %5s | %7s | %7s %-9s | %7s %5s | %s\n", "matrix",
               "[out, in]", "MB", "cuBLAS", "%", "ours", "%", "plan", "+PDL", "%", "x fp32", "best", "plan",
-              "rel.diff vs cuBLAS");
+              "W fp32", "%", "rel.diff vs cuBLAS");
   for (const Row& r : rows)
-    std::printf("%-22s %-14s %6.1f | %7.2f %5.1f | %7.2f %5.1f %-9s | %7.2f %5.1f | %7.2f | %7.2f %-9s | %.1e\n",
+    std::printf("%-22s %-14s %6.1f | %7.2f %5.1f | %7.2f %5.1f %-9s | %7.2f %5.1f | %7.2f | %7.2f %-9s | %7.2f %5.1f | "
+                "%.1e\n",
                 r.name.c_str(), r.shape.c_str(), r.mb, r.cublas_us, percent_of_peak(r.mb * 1e6, r.cublas_us),
                 r.ours_us, percent_of_peak(r.mb * 1e6, r.ours_us), r.auto_plan.c_str(), r.ours_pdl_us,
-                percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(), r.diff);
+                percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(),
+                r.ours_f32w_us, percent_of_peak(2 * r.mb * 1e6, r.ours_f32w_us), r.diff);
   FSVD_CUDA_CHECK(cublasDestroy(handle));
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;

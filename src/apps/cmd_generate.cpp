@@ -51,7 +51,7 @@ void run(const ModelFlags& mf, const GenerateFlags& f) {
   const int ctx = f.ctx > 0 ? f.ctx : s.model.config.max_seq > 0 ? std::min(want, s.model.config.max_seq) : want;
   check(static_cast<int>(prompt.size()) <= ctx, "--ctx", "the prompt has ", prompt.size(),
         " tokens but the context holds ", ctx);
-  const auto executor = make_executor(s.model, mf.device, ctx, mf.threads);
+  const auto executor = make_executor(s.model, mf, ctx);
 
   GenerateOptions options;
   options.max_new_tokens = f.n;

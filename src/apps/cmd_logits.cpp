@@ -43,7 +43,7 @@ void run(const ModelFlags& mf, const LogitsFlags& f) {
   const std::vector<int32_t> ids =
       f.text.empty() ? parse_ids(f.tokens) : s.tokenizer->encode(f.text, s.tokenizer->adds_bos(), true);
   check(!ids.empty(), "logits", "no tokens");
-  const auto executor = make_executor(s.model, mf.device, static_cast<int>(ids.size()), mf.threads);
+  const auto executor = make_executor(s.model, mf, static_cast<int>(ids.size()));
   std::vector<float> logits;
   executor->forward(ids, 0, true, logits);
   const int64_t vocab = s.model.config.vocab;

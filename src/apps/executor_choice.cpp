@@ -22,31 +22,97 @@ bool gpu_present() {
 #endif
 }
 
-std::unique_ptr<Executor> make_cuda_executor([[maybe_unused]] const Model& model, [[maybe_unused]] int context) {
+#ifdef FLASHSVD_CUDA
+cuda::CudaOptions cuda_options(const ModelFlags& flags) {
+  cuda::CudaOptions o;
+  o.graph = cuda::parse_graph_mode(flags.graph);
+  check(flags.precision == "bf16" || flags.precision == "fp32", "--precision", "unknown precision '",
+        flags.precision, "' (expected bf16 or fp32)");
+  o.weights = flags.precision == "fp32" ? cuda::ElementType::F32 : cuda::ElementType::BF16;
+  return o;
+}
+#endif
+
+// `build` makes the CUDA executor; it is only called in CUDA builds with a GPU.
+template <typename Build>
+std::unique_ptr<Executor> make_cuda_executor([[maybe_unused]] Build&& build) {
 #ifdef FLASHSVD_CUDA
   check(gpu_present(), "--device", "cuda: no CUDA GPU found");
-  return std::make_unique<cuda::CudaExecutor>(model, context);
+  return build();
 #else
   fail("--device", "cuda: this flashsvd was built without CUDA");
 #endif
 }
 
-}  // namespace
-
-std::unique_ptr<Executor> make_executor(const Model& model, const std::string& device, int context, int threads) {
-  if (device == "cpu") return std::make_unique<CpuExecutor>(model, context, threads);
-  if (device == "cuda") return make_cuda_executor(model, context);
+template <typename BuildCuda, typename BuildCpu>
+std::unique_ptr<Executor> choose(const std::string& device, BuildCuda&& cuda, BuildCpu&& cpu) {
+  if (device == "cpu") return cpu();
+  if (device == "cuda") return make_cuda_executor(cuda);
   check(device == "auto", "--device", "unknown device '", device, "' (expected auto, cpu or cuda)");
   if (gpu_present()) {
     try {
-      auto executor = make_cuda_executor(model, context);
+      auto executor = make_cuda_executor(cuda);
       std::fprintf(stderr, "device: cuda\n");
       return executor;
     } catch (const Error& e) {
       std::fprintf(stderr, "device: cpu (the GPU backend cannot run this model: %s)\n", e.what());
     }
   }
-  return std::make_unique<CpuExecutor>(model, context, threads);
+  return cpu();
+}
+
+// A CPU executor together with the model it reads (CpuExecutor borrows it).
+class OwningCpuExecutor : public Executor {
+ public:
+  OwningCpuExecutor(Model model, int context, int threads)
+      : model_(std::move(model)), inner_(model_, context, threads) {}
+  void forward(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) override {
+    inner_.forward(tokens, pos, all_logits, logits);
+  }
+  int context_size() const override { return inner_.context_size(); }
+  int vocab_size() const override { return inner_.vocab_size(); }
+  ExecutorStats stats() override { return inner_.stats(); }
+
+ private:
+  Model model_;
+  CpuExecutor inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context) {
+  return choose(
+      flags.device,
+      [&]() -> std::unique_ptr<Executor> {
+#ifdef FLASHSVD_CUDA
+        return std::make_unique<cuda::CudaExecutor>(model, context, cuda_options(flags));
+#else
+        return nullptr;
+#endif
+      },
+      [&] { return std::make_unique<CpuExecutor>(model, context, flags.threads); });
+}
+
+std::unique_ptr<Executor> make_executor(const Model& model, const std::string& device, int context, int threads) {
+  ModelFlags flags;
+  flags.device = device;
+  flags.threads = threads;
+  return make_executor(model, flags, context);
+}
+
+std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context) {
+  return choose(
+      flags.device,
+      [&]() -> std::unique_ptr<Executor> {
+#ifdef FLASHSVD_CUDA
+        const cuda::CudaOptions options = cuda_options(flags);
+        return std::make_unique<cuda::CudaExecutor>(std::make_shared<const cuda::DeviceModel>(spec, options.weights),
+                                                    context, options);
+#else
+        return nullptr;
+#endif
+      },
+      [&] { return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), context, flags.threads); });
 }
 
 }  // namespace fsvd

@@ -1,16 +1,24 @@
 #pragma once
-// Which backend runs a command: --device auto|cpu|cuda.
+// Which backend runs a command: --device auto|cpu|cuda, with the GPU options
+// (--graph, --precision) of ModelFlags.
 #include <memory>
 #include <string>
 
+#include "apps/model_flags.h"
 #include "backends/executor.h"
 #include "model/model.h"
+#include "model/synthetic.h"
 
 namespace fsvd {
 
 // "cuda" needs a build with CUDA and a GPU; "auto" takes the GPU when there is
 // one and its kernels support the model, else the CPU (saying why on stderr).
-// `threads` applies to the CPU backend.
+std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context);
+// Transitional form for callers that only choose a device.
 std::unique_ptr<Executor> make_executor(const Model& model, const std::string& device, int context, int threads);
+
+// A synthetic model: built in place on the GPU (no host copy of its weights),
+// or on the host for --device cpu.
+std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context);
 
 }  // namespace fsvd

@@ -15,6 +15,12 @@ std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, bool runs_model) {
   cmd.add_option("--device", flags->device, "Backend: auto (the GPU when present and supported), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd.add_option("-t,--threads", flags->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--graph", flags->graph,
+                 "GPU decode step as CUDA graphs: model (one graph), layer (one per layer) or none")
+      ->check(CLI::IsMember({"none", "layer", "model"}));
+  cmd.add_option("--precision", flags->precision,
+                 "GPU weights and KV cache: bf16, or fp32 for exact checks against the CPU")
+      ->check(CLI::IsMember({"bf16", "fp32"}));
   return flags;
 }
 

@@ -8,6 +8,17 @@
 
 namespace fsvd {
 
+// What a backend can say about its cost, for benchmarks (0 where it does not apply).
+struct ExecutorStats {
+  std::string device;            // "cpu", "cuda: <GPU name>"
+  size_t weight_bytes = 0;       // resident weights, shared storage once
+  size_t cache_bytes = 0;        // KV cache
+  size_t device_used_bytes = 0;  // all memory in use on the device (GPU)
+  int kernels_per_token = 0;     // kernels in one decode step
+  int launches_per_token = 0;    // host launch calls per decode step
+  double capture_ms = 0;         // CUDA graph capture + instantiation
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -19,6 +30,7 @@ class Executor {
   // Maximum number of positions the cache holds.
   virtual int context_size() const = 0;
   virtual int vocab_size() const = 0;
+  virtual ExecutorStats stats() { return {}; }
 };
 
 // The checks every forward() makes before touching its cache: tokens present

@@ -76,6 +76,7 @@ void CpuExecutor::run_layer(int index, int64_t n, int pos) {
 
   // Attention block: q|k|v from one packed GEMM; k and v land in the cache.
   cpu::rmsnorm(x_.data(), l.attn_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
+  observe(index, LinearInput::Qkv, xn_, n, c.hidden);
   float* k_new = k_at(index, pos);
   float* v_new = v_at(index, pos);
   const cpu::OutSlot qkv_out[] = {{q_.data(), q_dim_}, {k_new, kv_dim_}, {v_new, kv_dim_}};
@@ -84,14 +85,25 @@ void CpuExecutor::run_layer(int index, int64_t n, int pos) {
   cpu::rope(k_new, n, kv_dim_, c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
   cpu::attention(q_.data(), q_dim_, k_at(index, 0), v_at(index, 0), static_cast<int>(n), pos,
                  {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data());
+  observe(index, LinearInput::O, att_, n, q_dim_);
   cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);
 
   // MLP block: gate|up from one packed GEMM, then down added to the residual.
   cpu::rmsnorm(x_.data(), l.mlp_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
+  observe(index, LinearInput::GateUp, xn_, n, c.hidden);
   const cpu::OutSlot gu_out[] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
   cpu::apply_packed(l.gate_up, xn_.data(), n, gu_out, scratch_);
   cpu::silu_mul(gate_.data(), up_.data(), n * c.intermediate, gate_.data());
+  observe(index, LinearInput::Down, gate_, n, c.intermediate);
   cpu::apply_linear(l.down, gate_.data(), n, x_.data(), c.hidden, true, scratch_);
+}
+
+ExecutorStats CpuExecutor::stats() {
+  ExecutorStats st;
+  st.device = "cpu";
+  st.weight_bytes = static_cast<size_t>(model_.unique_params()) * sizeof(float);
+  st.cache_bytes = (k_cache_.size() + v_cache_.size()) * sizeof(float);
+  return st;
 }
 
 }  // namespace fsvd

@@ -1,12 +1,21 @@
 #pragma once
 // fp32 reference backend: the HF LlamaForCausalLM forward (Qwen2's q/k/v
 // biases included) over a packed Model, with a dense KV cache.
+#include <functional>
 #include <vector>
 
 #include "backends/executor.h"
 #include "model/model.h"
 
 namespace fsvd {
+
+// The activations a group of linears reads: q|k|v and gate|up share theirs.
+enum class LinearInput { Qkv, O, GateUp, Down };
+
+// Sees the rows [n, dim] each linear group of `layer` reads during forward(),
+// e.g. to gather calibration statistics for compression.
+using LinearInputObserver =
+    std::function<void(int layer, LinearInput input, const float* rows, int64_t n, int64_t dim)>;
 
 class CpuExecutor : public Executor {
  public:
@@ -20,9 +29,15 @@ class CpuExecutor : public Executor {
                std::vector<float>& logits) override;
   int context_size() const override { return context_; }
   int vocab_size() const override { return model_.config.vocab; }
+  ExecutorStats stats() override;
+  // Called with every linear input of later forwards; empty to stop.
+  void set_observer(LinearInputObserver observer) { observer_ = std::move(observer); }
 
  private:
   void run_layer(int index, int64_t n, int pos);
+  void observe(int layer, LinearInput input, const std::vector<float>& rows, int64_t n, int64_t dim) const {
+    if (observer_) observer_(layer, input, rows.data(), n, dim);
+  }
   float* k_at(int layer, int pos);  // cache row of `pos` in `layer`
   float* v_at(int layer, int pos);
 
@@ -35,6 +50,7 @@ class CpuExecutor : public Executor {
   std::vector<float> k_cache_, v_cache_;  // [layers][context][n_kv_heads * head_dim]
   // Activations for the tokens of one forward, resized on demand.
   std::vector<float> x_, xn_, q_, att_, gate_, up_, scratch_;
+  LinearInputObserver observer_;
 };
 
 }  // namespace fsvd

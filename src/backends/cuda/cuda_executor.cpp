@@ -1,9 +1,10 @@
 #include "backends/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/elementwise.h"
+#include "backends/cuda/row_ops.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/rope_kv.h"
 #include "backends/cuda/small_ops.h"
@@ -27,7 +28,7 @@ float* part_output(const DevicePacked::Part& part, float* packed_out, float* scr
     out = scratch;
     n = part.second.rows;
   }
-  if (part.bias) add_bias(out, part.bias, n, stream);
+  if (part.bias) add_bias(out, n, part.bias, 1, n, stream);
   return out;
 }
 
@@ -40,75 +41,126 @@ void linear_residual(const DeviceLinear& l, const float* x, float* rank, float* 
   } else {
     gemv_residual(l.first, DeviceVec::f32(x), y, stream);
   }
-  if (l.bias) add_bias(y, l.bias, l.low_rank() ? l.second.rows : l.first.rows, stream);
+  if (l.bias) add_bias(y, l.out(), l.bias, 1, l.out(), stream);
+}
+
+// Shapes the kernels handle; checked before touching the device.
+void check_supported(const ModelConfig& c, const std::string& source) {
+  check_head_shape(HeadShape{c.n_heads, c.n_kv_heads, c.head_dim}, source + " (CUDA decode attention)");
+  check(c.hidden <= kMaxNormCols, source, "hidden size ", c.hidden, " exceeds the CUDA RMSNorm-GEMV limit of ",
+        kMaxNormCols);
+}
+
+// The KV cache is the one allocation that scales with the request: refuse it
+// before uploading any weights.
+void check_cache_fits(const ModelConfig& c, int context, ElementType type) {
+  check(context > 0, kWhere, "context size must be positive, got ", context);
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, kWhere, "no CUDA device");
+  const double cache_bytes = 2.0 * c.n_layers * context * c.n_kv_heads * c.head_dim * element_bytes(type);
+  size_t free_bytes = 0, total_bytes = 0;
+  FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  check(cache_bytes < static_cast<double>(free_bytes), kWhere, "a KV cache for context ", context, " needs ",
+        cache_bytes / (1 << 30), " GiB; the GPU has ", free_bytes / double(1 << 30), " GiB free");
+}
+
+std::shared_ptr<const DeviceModel> upload(const Model& model, int context, ElementType type) {
+  model.validate();
+  check_supported(model.config, model.source);
+  check_cache_fits(model.config, context, type);
+  return std::make_shared<const DeviceModel>(model, type);
 }
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(const Model& model, int context)
-    : config_(model.config),
+GraphMode parse_graph_mode(const std::string& name) {
+  for (GraphMode m : {GraphMode::none, GraphMode::layer, GraphMode::model})
+    if (name == graph_mode_name(m)) return m;
+  fail("--graph", "unknown graph mode '", name, "' (expected none, layer or model)");
+}
+
+const char* graph_mode_name(GraphMode mode) {
+  switch (mode) {
+    case GraphMode::none: return "none";
+    case GraphMode::layer: return "layer";
+    case GraphMode::model: return "model";
+  }
+  return "?";
+}
+
+CudaExecutor::CudaExecutor(const Model& model, int context, CudaOptions options)
+    : CudaExecutor(upload(model, context, options.weights), context, options) {}
+
+CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options)
+    : options_(options),
+      config_(weights->config()),
       context_(context),
-      heads_{model.config.n_heads, model.config.n_kv_heads, model.config.head_dim} {
+      heads_{config_.n_heads, config_.n_kv_heads, config_.head_dim},
+      weights_(std::move(weights)) {
   const ModelConfig& c = config_;
-  model.validate();
-  check_head_shape(heads_, model.source + " (CUDA decode attention)");
-  check(c.hidden <= kMaxNormCols, model.source, "hidden size ", c.hidden,
-        " exceeds the CUDA RMSNorm-GEMV limit of ", kMaxNormCols);
-  check(context > 0, kWhere, "context size must be positive, got ", context);
-  int devices = 0;
-  check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, kWhere, "no CUDA device");
+  check_supported(c, weights_->source());
+  check_cache_fits(c, context, weights_->type());
 
-  // The cache is the one allocation that scales with the request: refuse it
-  // up front rather than after uploading the weights.
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-  const int64_t cache_elems = int64_t{c.n_layers} * context * kv_dim;
-  const double cache_bytes = 2.0 * cache_elems * sizeof(__nv_bfloat16);
-  size_t free_bytes = 0, total_bytes = 0;
-  FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  check(cache_bytes < static_cast<double>(free_bytes), kWhere, "a KV cache for context ", context,
-        " needs ", cache_bytes / (1 << 30), " GiB; the GPU has ", free_bytes / double(1 << 30),
-        " GiB free");
-
-  weights_ = std::make_unique<DeviceModel>(model);
-  k_cache_ = DeviceBuffer<__nv_bfloat16>(cache_elems);
-  v_cache_ = DeviceBuffer<__nv_bfloat16>(cache_elems);
-  attention_plan_ = plan_decode_attention(heads_, context);
+  const int64_t cache_bytes = int64_t{c.n_layers} * context * kv_dim * element_bytes(weights_->type());
+  k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
+  v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
+  attention_plan_ = plan_decode_attention(heads_, context, weights_->type());
 
   std::vector<float> inv_freq(c.head_dim / 2);
   rope_inv_freq(c, inv_freq.data());
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq);
 
-  int64_t max_rank = std::max<int64_t>(1, model.lm_head.rank());
-  for (const Layer& l : model.layers)
-    max_rank = std::max({max_rank, l.o.rank(), l.down.rank()});
-  const Layer& first = model.layers.front();
+  // Activation sizes: the widest of every layer (ranks may differ per layer).
+  const DeviceLinear& head = weights_->lm_head();
+  int64_t max_rank = head.low_rank() ? head.first.rows : 1, qkv_rows = 1, gate_up_rows = 1;
+  for (const DeviceLayer& l : weights_->layers()) {
+    for (const DeviceLinear* lin : {&l.o, &l.down})
+      if (lin->low_rank()) max_rank = std::max(max_rank, lin->first.rows);
+    qkv_rows = std::max(qkv_rows, l.qkv.first.rows);
+    gate_up_rows = std::max(gate_up_rows, l.gate_up.first.rows);
+  }
   token_ = DeviceBuffer<int32_t>(1);
   pos_ = DeviceBuffer<int>(1);
   x_ = DeviceBuffer<float>(c.hidden);
-  qkv_ = DeviceBuffer<float>(first.qkv.first.dim(0));
+  qkv_ = DeviceBuffer<float>(qkv_rows);
   q_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
   k_ = DeviceBuffer<float>(kv_dim);
   v_ = DeviceBuffer<float>(kv_dim);
   att_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
   attention_work_ = DeviceBuffer<float>(std::max<size_t>(attention_plan_.workspace_floats, 1));
   rank_ = DeviceBuffer<float>(max_rank);
-  gate_up_ = DeviceBuffer<float>(first.gate_up.first.dim(0));
+  gate_up_ = DeviceBuffer<float>(gate_up_rows);
   gate_ = DeviceBuffer<float>(c.intermediate);
   up_ = DeviceBuffer<float>(c.intermediate);
   logits_ = DeviceBuffer<float>(c.vocab);
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), sizeof(HostIo), cudaHostAllocDefault));
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_logits_), c.vocab * sizeof(float),
+                                cudaHostAllocDefault));
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (weights_->type() == ElementType::BF16)
+    prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
 }
 
 CudaExecutor::~CudaExecutor() {
-  if (stream_) cudaStreamDestroy(stream_);  // no throwing from a destructor
+  // No throwing from a destructor: failures here mean a dead context anyway.
+  for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaFreeHost(host_io_);
+  cudaFreeHost(host_logits_);
+}
+
+KvCacheLayer CudaExecutor::layer_cache(int layer) const {
+  const ElementType type = weights_->type();
+  const int64_t offset = int64_t{layer} * context_ * config_.n_kv_heads * config_.head_dim * element_bytes(type);
+  return KvCacheLayer{k_cache_.data() + offset, v_cache_.data() + offset, context_, type};
 }
 
 void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   const ModelConfig& c = config_;
   const DeviceLayer& l = weights_->layers()[index];
-  const int64_t layer_offset = int64_t{index} * context_ * c.n_kv_heads * c.head_dim;
-  const KvCacheLayer cache{k_cache_.data() + layer_offset, v_cache_.data() + layer_offset, context_};
+  const KvCacheLayer cache = layer_cache(index);
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), each part's second factor, then RoPE + cache append.
@@ -131,24 +183,152 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   } else {
     const float* g = part_output(gate, gate_up_.data(), gate_.data(), stream);
     const float* u = part_output(up, gate_up_.data(), up_.data(), stream);
-    silu_mul(g, u, gate_.data(), c.intermediate, stream);
+    silu_mul(g, c.intermediate, u, c.intermediate, 1, c.intermediate, gate_.data(), ElementType::F32, stream);
   }
   linear_residual(l.down, gate_.data(), rank_.data(), x_.data(), stream);
 }
 
-void CudaExecutor::enqueue_decode_step(cudaStream_t stream) {
+void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
   const ModelConfig& c = config_;
-  embedding_lookup(weights_->embed(), c.vocab, c.hidden, token_.data(), x_.data(), stream);
-  for (int l = 0; l < c.n_layers; ++l) enqueue_layer(l, stream);
-  // Final RMSNorm fused into lm_head's first GEMV.
-  const DeviceLinear& head = weights_->lm_head();
-  if (head.low_rank()) {
-    rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream);
-    gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream);
+  if (piece == 0) {
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), &host_io_->token, sizeof(int32_t), cudaMemcpyHostToDevice,
+                                    stream));
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream));
+    embedding_lookup(weights_->embed(), token_.data(), 1, x_.data(), stream);
+  } else if (piece <= c.n_layers) {
+    enqueue_layer(piece - 1, stream);
   } else {
-    rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream);
+    // Final RMSNorm fused into lm_head's first GEMV.
+    const DeviceLinear& head = weights_->lm_head();
+    if (head.low_rank()) {
+      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream);
+      gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream);
+    } else {
+      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream);
+    }
+    if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
+                                    cudaMemcpyDeviceToHost, stream));
   }
-  if (head.bias) add_bias(logits_.data(), head.bias, c.vocab, stream);
+}
+
+namespace {
+
+// Captures what `enqueue` puts on `stream` into a graph (not run).
+template <typename Enqueue>
+cudaGraph_t capture(cudaStream_t stream, Enqueue&& enqueue) {
+  // Relaxed: the launchers may query or set function attributes while capturing.
+  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t broken = nullptr;
+    cudaStreamEndCapture(stream, &broken);
+    if (broken) cudaGraphDestroy(broken);
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
+int count_kernels(cudaGraph_t graph) {
+  size_t n = 0;
+  FSVD_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  FSVD_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  int kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    FSVD_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  return kernels;
+}
+
+}  // namespace
+
+void CudaExecutor::capture_graphs() {
+  const auto start = std::chrono::steady_clock::now();
+  const int pieces = piece_count();
+  const int groups = options_.graph == GraphMode::model ? 1 : pieces;
+  for (int g = 0; g < groups; ++g) {
+    cudaGraph_t graph = capture(stream_, [&] {
+      if (groups == 1)
+        for (int p = 0; p < pieces; ++p) enqueue_piece(p, stream_);
+      else
+        enqueue_piece(g, stream_);
+    });
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    FSVD_CUDA_CHECK(status);
+    graphs_.push_back(exec);
+  }
+  capture_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+ExecutorStats CudaExecutor::stats() {
+  ExecutorStats st;
+  int device = 0;
+  cudaDeviceProp prop{};
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  st.device = std::string("cuda: ") + prop.name;
+  st.weight_bytes = weights_->bytes_uploaded();
+  st.cache_bytes = k_cache_.bytes() + v_cache_.bytes();
+  size_t free_bytes = 0, total_bytes = 0;
+  FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  st.device_used_bytes = total_bytes - free_bytes;
+  // Counted from a capture of the whole step (not run): the kernels are the
+  // same in every mode, only how the host launches them differs.
+  cudaGraph_t graph = capture(stream_, [&] {
+    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
+  });
+  st.kernels_per_token = count_kernels(graph);
+  cudaGraphDestroy(graph);
+  constexpr int kCopies = 3;  // token and position in, logits out
+  st.launches_per_token = options_.graph == GraphMode::none    ? st.kernels_per_token + kCopies
+                          : options_.graph == GraphMode::layer ? piece_count()
+                                                               : 1;
+  st.capture_ms = capture_ms_;
+  return st;
+}
+
+void CudaExecutor::decode_token(int32_t token, int pos) {
+  // The previous step has completed (forward synchronizes), so the pinned
+  // inputs are free to change.
+  host_io_->token = token;
+  host_io_->pos = pos;
+  if (options_.graph == GraphMode::none) {
+    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
+  } else {
+    if (graphs_.empty()) capture_graphs();
+    for (cudaGraphExec_t g : graphs_) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+  }
+  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) {
+  std::vector<KvCacheLayer> caches;
+  for (int l = 0; l < config_.n_layers; ++l) caches.push_back(layer_cache(l));
+  const size_t vocab = static_cast<size_t>(config_.vocab);
+  for (size_t done = 0; done < tokens.size();) {
+    const size_t n = std::min<size_t>(tokens.size() - done, Prefill::max_rows());
+    prefill_->run(tokens.subspan(done, n), pos + static_cast<int>(done), caches);
+    if (all_logits)
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
+                                      n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    done += n;
+    if (done == tokens.size() && !all_logits) {
+      // The last row's hidden state through the decode step's head.
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(x_.data(), prefill_->hidden() + (n - 1) * config_.hidden,
+                                      config_.hidden * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      enqueue_piece(piece_count() - 1, stream_);
+    }
+  }
+  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (!all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data());
 }
 
 void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,
@@ -159,23 +339,15 @@ void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_lo
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   logits.resize((all_logits ? n : 1) * vocab);
   filled_ = pos;  // until the step completes, the cache holds at most [0, pos)
-  // First version: the prompt runs token by token through the decode step
-  // (a cuBLAS GEMM + causal attention prefill is the next step). The host
-  // values are copied from pageable memory, which cudaMemcpyAsync stages
-  // before returning, so the locals may change for the next token.
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t token = tokens[i];
-    const int p = pos + static_cast<int>(i);
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), &token, sizeof token, cudaMemcpyHostToDevice, stream_));
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &p, sizeof p, cudaMemcpyHostToDevice, stream_));
-    enqueue_decode_step(stream_);
-    if (all_logits || i + 1 == n) {
-      float* row = logits.data() + (all_logits ? i * vocab : 0);
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(row, logits_.data(), vocab * sizeof(float),
-                                      cudaMemcpyDeviceToHost, stream_));
+  if (n > 1 && prefill_) {
+    prefill(tokens, pos, all_logits, logits);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      decode_token(tokens[i], pos + static_cast<int>(i));
+      if (all_logits || i + 1 == n)
+        std::copy(host_logits_, host_logits_ + vocab, logits.data() + (all_logits ? i * vocab : 0));
     }
   }
-  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   filled_ = pos + static_cast<int>(n);
 }
 

@@ -1,20 +1,37 @@
 #pragma once
-// The GPU backend: a packed Model's weights in bf16 on the device, a dense
-// bf16 KV cache, and a decode step built from the kernels of this folder
-// (fp32 activations and accumulation). Logits come back as fp32 on the host.
+// The GPU backend: a model's weights on the device (DeviceModel), a dense KV
+// cache for the requested context, and a decode step built from the kernels
+// of this folder (fp32 activations and accumulation), replayed as CUDA
+// graphs. Logits come back as fp32 on the host.
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/decode_attention.h"
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/kv_cache.h"
+#include "backends/cuda/prefill.h"
 #include "backends/executor.h"
 #include "model/model.h"
 
 namespace fsvd::cuda {
+
+// How a decode step reaches the GPU: every kernel launched from the host
+// (none), one graph per layer plus one each for the embedding and the head
+// (layer), or the whole step as one graph (model). Graphs are captured once
+// and replayed for every token; the token id and position live in pinned
+// host memory that the captured copies read at replay.
+enum class GraphMode { none, layer, model };
+GraphMode parse_graph_mode(const std::string& name);  // throws Error naming the flag
+const char* graph_mode_name(GraphMode mode);
+
+struct CudaOptions {
+  ElementType weights = ElementType::BF16;  // F32: exact checks against the CPU backend
+  GraphMode graph = GraphMode::model;
+};
 
 class CudaExecutor : public Executor {
  public:
@@ -22,7 +39,9 @@ class CudaExecutor : public Executor {
   // holds `context` positions (not the model's max_seq). Throws Error for
   // shapes the kernels do not support (head_dim other than 64/128, hidden
   // above 8192) or a cache that does not fit in free GPU memory.
-  CudaExecutor(const Model& model, int context);
+  CudaExecutor(const Model& model, int context, CudaOptions options = {});
+  // Runs weights already on the device (a synthetic model, say).
+  CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options = {});
   ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
@@ -32,34 +51,45 @@ class CudaExecutor : public Executor {
   int context_size() const override { return context_; }
   int vocab_size() const override { return config_.vocab; }
 
-  // Device bytes of the uploaded weights (shared storage counted once).
-  size_t weight_bytes() const { return weights_->bytes_uploaded(); }
-
-  // One token through the whole model: reads the token id at d_token() and
-  // its position at d_pos(), appends its keys/values to the cache and leaves
-  // fp32 logits in d_logits(). Reads only device state, so it can be captured
-  // into a CUDA graph and replayed for every token.
-  void enqueue_decode_step(cudaStream_t stream);
-  int32_t* d_token() const { return token_.data(); }
-  int* d_pos() const { return pos_.data(); }
-  const float* d_logits() const { return logits_.data(); }
-  cudaStream_t stream() const { return stream_; }
+  ExecutorStats stats() override;
 
  private:
+  // The decode step in pieces: 0 copies the token and position in and looks up
+  // the embedding, 1..n_layers are the layers, n_layers + 1 is the head and
+  // the copy of the logits out. One graph per piece in layer mode.
+  int piece_count() const { return config_.n_layers + 2; }
+  void enqueue_piece(int piece, cudaStream_t stream);
   void enqueue_layer(int index, cudaStream_t stream);
+  void capture_graphs();
+  void decode_token(int32_t token, int pos);  // logits land in host_logits_
+  KvCacheLayer layer_cache(int layer) const;
+  // Prompt chunks through Prefill; logits of every row into `logits` when
+  // all_logits, else of the last row into host_logits_.
+  void prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits);
 
+  CudaOptions options_;
   ModelConfig config_;
   int context_;
   int filled_ = 0;  // positions [0, filled_) hold valid keys/values
   HeadShape heads_;
   DecodeAttentionPlan attention_plan_;
-  std::unique_ptr<DeviceModel> weights_;
+  std::shared_ptr<const DeviceModel> weights_;
+  std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
   cudaStream_t stream_ = nullptr;
+  std::vector<cudaGraphExec_t> graphs_;  // captured on the first decode step
+  double capture_ms_ = 0;
 
-  DeviceBuffer<__nv_bfloat16> k_cache_, v_cache_;  // [layers][context][kv_dim]
+  DeviceBuffer<uint8_t> k_cache_, v_cache_;  // [layers][context][kv_dim] of the weights' type
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<int32_t> token_;
   DeviceBuffer<int> pos_;
+  // Pinned host mirrors the captured copies read and write.
+  struct HostIo {
+    int32_t token;
+    int pos;
+  };
+  HostIo* host_io_ = nullptr;
+  float* host_logits_ = nullptr;
   // Activations of one token.
   DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_,
       logits_;

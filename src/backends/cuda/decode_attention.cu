@@ -3,7 +3,9 @@
 // Split pass: CTA (split, kv head, head chunk) owns a slice of cache
 // positions and up to kMaxHeads query heads that share the kv head, so each
 // K/V row is read once per slice whatever the GQA ratio. A row of head_dim
-// bf16 values is read by head_dim / 8 lanes with 16-byte loads; a warp thus
+// values is read by head_dim / 8 lanes, 8 values each (one 16-byte load for a
+// bf16 cache, two for fp32: the element type is a template parameter that
+// only changes the loads and their unpacking); a warp thus
 // covers 32 / (head_dim / 8) rows per load, and each of these lane groups
 // runs its own online softmax (max, sum, unnormalized output) over the rows
 // it reads, kRows rows per step so that one rescale serves several rows and
@@ -16,6 +18,8 @@
 // positions. Both passes derive the slicing from *d_pos alone, so the grid is
 // fixed by max_ctx (graph capture) while the work per CTA follows the length.
 #include "backends/cuda/decode_attention.h"
+
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,8 +41,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
   const float* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
+  const void* k;  // cache rows of T (the kernels' template parameter)
+  const void* v;
   const int* pos;
   int max_ctx, group, kv_dim, splits;
   float scale_log2;  // log2(e) / sqrt(head_dim)
@@ -57,16 +61,45 @@ __device__ __forceinline__ int slice_len(int len, int splits) {
 // reference finite gives it weight exp2(-inf) = 0 instead of NaN.
 __device__ __forceinline__ float finite_ref(float m_new) { return m_new == -INFINITY ? 0.0f : m_new; }
 
-__device__ __forceinline__ void unpack8(uint4 w, float* f) {
-  f[0] = bf16_lo(w.x), f[1] = bf16_hi(w.x), f[2] = bf16_lo(w.y), f[3] = bf16_hi(w.y);
-  f[4] = bf16_lo(w.z), f[5] = bf16_hi(w.z), f[6] = bf16_lo(w.w), f[7] = bf16_hi(w.w);
+// Eight consecutive cache values of type T as raw bits: kLoads 16-byte loads.
+template <typename T>
+struct Raw8 {
+  static constexpr int kLoads = sizeof(T) / 2;
+  uint4 w[kLoads];
+};
+
+template <typename T>
+__device__ __forceinline__ Raw8<T> load8(const uint4* p) {
+  Raw8<T> r;
+#pragma unroll
+  for (int i = 0; i < Raw8<T>::kLoads; ++i) r.w[i] = __ldg(p + i);
+  return r;
 }
 
-template <int kHeadDim, int kHeads>
+template <typename T>
+__device__ __forceinline__ void unpack8(const Raw8<T>& r, float* f) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const uint4 w = r.w[i];
+      f[4 * i] = __uint_as_float(w.x), f[4 * i + 1] = __uint_as_float(w.y);
+      f[4 * i + 2] = __uint_as_float(w.z), f[4 * i + 3] = __uint_as_float(w.w);
+    }
+  } else {
+    const uint4 w = r.w[0];
+    f[0] = bf16_lo(w.x), f[1] = bf16_hi(w.x), f[2] = bf16_lo(w.y), f[3] = bf16_hi(w.y);
+    f[4] = bf16_lo(w.z), f[5] = bf16_hi(w.z), f[6] = bf16_lo(w.w), f[7] = bf16_hi(w.w);
+  }
+}
+
+template <typename T, int kHeadDim, int kHeads>
 __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
+  constexpr int kLoads = Raw8<T>::kLoads;
   constexpr int kLanesPerRow = kHeadDim / 8;
   constexpr int kSlots = 32 / kLanesPerRow;    // rows a warp covers per load
-  constexpr int kRows = kHeads >= 8 ? 2 : 4;   // rows per lane group per step (registers)
+  // Rows per lane group per step: bounded by registers, so fp32 rows, twice
+  // the bits, take half as many (the same bytes in flight).
+  constexpr int kRows = (kHeads >= 8 ? 2 : 4) / kLoads;
   constexpr int kWorkers = kWarps * kSlots;    // lane groups per CTA
   __shared__ float4 s_acc[kWarps][kHeads][kHeadDim / 4];
   __shared__ float s_m[kWarps][kHeads], s_l[kWarps][kHeads];
@@ -96,9 +129,9 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
     for (int e = 0; e < 8; ++e) qr[g][e] = v[e] * p.scale_log2;
   }
 
-  const int64_t stride = p.kv_dim / 8;  // row stride in 16-byte groups
-  const uint4* kp = reinterpret_cast<const uint4*>(p.k) + blockIdx.y * kLanesPerRow + c;
-  const uint4* vp = reinterpret_cast<const uint4*>(p.v) + blockIdx.y * kLanesPerRow + c;
+  const int64_t stride = p.kv_dim / 8 * kLoads;  // row stride in 16-byte groups
+  const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kLanesPerRow + c) * kLoads;
+  const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kLanesPerRow + c) * kLoads;
   float m[kHeads], l[kHeads], acc[kHeads][8];
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
@@ -110,14 +143,14 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
 
   // The loop bound is uniform across the warp (shuffles below need all lanes).
   for (int base = row0 + warp * kSlots; base < row_end; base += kWorkers * kRows) {
-    uint4 kw[kRows], vw[kRows];
+    Raw8<T> kw[kRows], vw[kRows];
     bool ok[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const int row = base + r * kWorkers + slot;
       ok[r] = row < row_end;  // rows past the slice may hold anything: never read them
-      kw[r] = ok[r] ? __ldg(kp + row * stride) : make_uint4(0, 0, 0, 0);
-      vw[r] = ok[r] ? __ldg(vp + row * stride) : make_uint4(0, 0, 0, 0);
+      kw[r] = ok[r] ? load8<T>(kp + row * stride) : Raw8<T>{};
+      vw[r] = ok[r] ? load8<T>(vp + row * stride) : Raw8<T>{};
     }
     float s[kRows][kHeads];
 #pragma unroll
@@ -233,30 +266,36 @@ struct Variant {
   KernelFn split, combine;
 };
 
+template <typename T>
 Variant variant_for(const HeadShape& shape) {
   const int group = shape.n_heads / shape.n_kv_heads;
   const int heads = group >= kMaxHeads ? kMaxHeads : group > 2 ? 4 : group;  // per CTA
+  const int pick = heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3;
   if (shape.head_dim == 64) {
-    const KernelFn split[] = {split_kernel<64, 1>, split_kernel<64, 2>, split_kernel<64, 4>,
-                              split_kernel<64, kMaxHeads>};
-    return {split[heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3], combine_kernel<64>};
+    const KernelFn split[] = {split_kernel<T, 64, 1>, split_kernel<T, 64, 2>, split_kernel<T, 64, 4>,
+                              split_kernel<T, 64, kMaxHeads>};
+    return {split[pick], combine_kernel<64>};
   }
-  const KernelFn split[] = {split_kernel<128, 1>, split_kernel<128, 2>, split_kernel<128, 4>,
-                            split_kernel<128, kMaxHeads>};
-  return {split[heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3], combine_kernel<128>};
+  const KernelFn split[] = {split_kernel<T, 128, 1>, split_kernel<T, 128, 2>, split_kernel<T, 128, 4>,
+                            split_kernel<T, 128, kMaxHeads>};
+  return {split[pick], combine_kernel<128>};
+}
+
+Variant variant_for(const HeadShape& shape, ElementType cache_type) {
+  return cache_type == ElementType::F32 ? variant_for<float>(shape) : variant_for<__nv_bfloat16>(shape);
 }
 
 }  // namespace
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, ElementType cache_type) {
   const char* where = "plan_decode_attention";
   check_head_shape(shape, where);
   check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
   int device = 0, sm_count = 0, resident = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  FSVD_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, variant_for(shape).split, kThreads, 0));
+  FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &resident, variant_for(shape, cache_type).split, kThreads, 0));
   const int group = shape.n_heads / shape.n_kv_heads;
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
@@ -280,7 +319,7 @@ void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_po
   check(q != nullptr && d_pos != nullptr && workspace != nullptr && out != nullptr, where,
         "null argument");
   check(reinterpret_cast<uintptr_t>(q) % 16 == 0, where, "q must be 16-byte aligned");
-  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx);
+  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx, cache.type);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 
@@ -297,7 +336,7 @@ void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_po
   p.ws_acc = workspace;
   p.ws_ml = workspace + size_t(shape.n_heads) * plan.splits * shape.head_dim;
   p.out = out;
-  const Variant kernels = variant_for(shape);
+  const Variant kernels = variant_for(shape, cache.type);
   kernels.split<<<dim3(plan.splits, shape.n_kv_heads, plan.head_chunks), kThreads, 0, stream>>>(p);
   FSVD_CUDA_CHECK_LAUNCH("decode attention split_kernel");
   kernels.combine<<<shape.n_heads, shape.head_dim, 0, stream>>>(p);

@@ -1,8 +1,9 @@
 #pragma once
-// Decode attention for one query token over a layer's dense bf16 KV cache:
-// split-KV flash-decoding, GQA-aware, fp32 math. The valid length is read from
-// device memory (*d_pos + 1 positions), and the launch shape depends only on
-// the shape and max_ctx, so one CUDA graph serves every token of a sequence.
+// Decode attention for one query token over a layer's dense KV cache (bf16, or
+// fp32 for exact checks): split-KV flash-decoding, GQA-aware, fp32 math. The
+// valid length is read from device memory (*d_pos + 1 positions), and the
+// launch shape depends only on the shape and max_ctx, so one CUDA graph serves
+// every token of a sequence.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -21,15 +22,16 @@ struct DecodeAttentionPlan {
   size_t workspace_floats = 0;
 };
 
-// For the current device (the slice count follows its SM count and how many
-// CTAs of the chosen kernel fit on an SM).
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx);
+// For the current device and a cache of `cache_type` values (the slice count
+// follows the SM count and how many CTAs of the chosen kernel fit on an SM).
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx,
+                                          ElementType cache_type = ElementType::BF16);
 
 // q: [n_heads * head_dim] fp32 (RoPE applied); out: [n_heads * head_dim] fp32;
-// workspace: at least plan_decode_attention(shape, cache.max_ctx).workspace_floats
-// floats. Attends to cache positions [0, *d_pos] with scale 1/sqrt(head_dim).
-// A position outside [0, max_ctx) reads nothing and fills out with NaN. Two
-// launches (split pass, combine).
+// workspace: at least plan_decode_attention(shape, cache.max_ctx,
+// cache.type).workspace_floats floats. Attends to cache positions [0, *d_pos]
+// with scale 1/sqrt(head_dim). A position outside [0, max_ctx) reads nothing
+// and fills out with NaN. Two launches (split pass, combine).
 void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_pos,
                       const HeadShape& shape, float* workspace, size_t workspace_floats, float* out,
                       cudaStream_t stream);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "backends/cuda/synthetic_weights.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
@@ -12,64 +13,71 @@ constexpr const char* kWhere = "DeviceModel";
 
 int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
 
-// A 1-D tensor as one row.
-int64_t rows_of(const Tensor& t) { return t.ndim() == 2 ? t.dim(0) : 1; }
-int64_t cols_of(const Tensor& t) { return t.ndim() == 2 ? t.dim(1) : t.dim(0); }
-
-// rows x cols fp32 (row-major, contiguous) to bf16 rows of stride ld; padding is zero.
-void to_bf16_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = f32_to_bf16(src[r * cols + c]);
+// rows x cols fp32 (row-major, contiguous) as `type` rows of stride ld at
+// dst; padding is zero.
+void convert_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, ElementType type, uint8_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    if (type == ElementType::F32) {
+      std::memcpy(dst + r * ld * 4, src + r * cols, static_cast<size_t>(cols) * 4);
+    } else {
+      auto* row = reinterpret_cast<uint16_t*>(dst) + r * ld;
+      for (int64_t c = 0; c < cols; ++c) row[c] = f32_to_bf16(src[r * cols + c]);
+    }
+  }
 }
 
 }  // namespace
 
-Bf16Matrix DeviceModel::upload_matrix(const Tensor& t, int64_t ld) {
-  check(!t.empty() && t.ndim() == 2, kWhere, "expected a matrix, got shape ", t.shape_str());
-  const Key key{t.data(), t.dim(0), t.dim(1), ld};
-  if (auto it = matrices_.find(key); it != matrices_.end()) return it->second;
-  std::vector<uint16_t> host(static_cast<size_t>(t.dim(0) * ld), 0);
-  to_bf16_rows(t.data(), t.dim(0), t.dim(1), ld, host.data());
-  DeviceBuffer<uint16_t> buf(host.size());
-  buf.upload(host);
+DeviceMatrix DeviceModel::allocate_matrix(int64_t rows, int64_t cols, int64_t ld) {
+  DeviceBuffer<uint8_t> buf(static_cast<size_t>(rows * ld * element_bytes(type_)));
   bytes_ += buf.bytes();
-  const Bf16Matrix m{reinterpret_cast<const __nv_bfloat16*>(buf.data()), t.dim(0), t.dim(1), ld};
-  bf16_.push_back(std::move(buf));
+  const DeviceMatrix m{buf.data(), rows, cols, ld, type_};
+  matrix_buffers_.push_back(std::move(buf));
+  return m;
+}
+
+float* DeviceModel::allocate_vector(int64_t n) {
+  DeviceBuffer<float> buf(static_cast<size_t>(n));
+  bytes_ += buf.bytes();
+  float* p = buf.data();
+  f32_.push_back(std::move(buf));
+  return p;
+}
+
+DeviceMatrix DeviceModel::upload_rows(std::initializer_list<const Tensor*> blocks, int64_t ld) {
+  const Tensor& top = **blocks.begin();
+  check(!top.empty() && top.ndim() == 2, kWhere, "expected a matrix, got shape ", top.shape_str());
+  int64_t rows = 0;
+  for (const Tensor* t : blocks) {
+    check(t->ndim() == 2 && t->dim(1) == top.dim(1), kWhere, "cannot stack ", t->shape_str(), " under ",
+          top.shape_str());
+    rows += t->dim(0);
+  }
+  const Key key{top.data(), (*(blocks.end() - 1))->data(), rows, top.dim(1), ld};
+  if (auto it = matrices_.find(key); it != matrices_.end()) return it->second;
+  const int64_t row_bytes = ld * element_bytes(type_);
+  std::vector<uint8_t> host(static_cast<size_t>(rows * row_bytes), 0);
+  int64_t row0 = 0;
+  for (const Tensor* t : blocks) {
+    convert_rows(t->data(), t->dim(0), t->dim(1), ld, type_, host.data() + row0 * row_bytes);
+    row0 += t->dim(0);
+  }
+  const DeviceMatrix m = allocate_matrix(rows, top.dim(1), ld);
+  matrix_buffers_.back().upload(host);
   return matrices_[key] = m;
 }
 
-Bf16Matrix DeviceModel::upload_matrix(const Tensor& t) {
+DeviceMatrix DeviceModel::upload_matrix(const Tensor& t) {
   check(!t.empty() && t.ndim() == 2, kWhere, "expected a matrix, got shape ", t.shape_str());
-  return upload_matrix(t, round_up8(t.dim(1)));
-}
-
-Bf16Matrix DeviceModel::upload_stacked(const Tensor& top, const Tensor& bottom) {
-  check(top.ndim() == 2 && bottom.ndim() == 2 && top.shape() == bottom.shape(), kWhere,
-        "cannot stack ", top.shape_str(), " over ", bottom.shape_str());
-  const std::pair key{top.data(), bottom.data()};
-  if (auto it = stacked_.find(key); it != stacked_.end()) return it->second;
-  const int64_t rows = top.dim(0), cols = top.dim(1), ld = round_up8(cols);
-  std::vector<uint16_t> host(static_cast<size_t>(2 * rows * ld), 0);
-  to_bf16_rows(top.data(), rows, cols, ld, host.data());
-  to_bf16_rows(bottom.data(), rows, cols, ld, host.data() + rows * ld);
-  DeviceBuffer<uint16_t> buf(host.size());
-  buf.upload(host);
-  bytes_ += buf.bytes();
-  const Bf16Matrix m{reinterpret_cast<const __nv_bfloat16*>(buf.data()), 2 * rows, cols, ld};
-  bf16_.push_back(std::move(buf));
-  return stacked_[key] = m;
+  return upload_rows({&t}, round_up8(t.dim(1)));
 }
 
 const float* DeviceModel::upload_vector(const Tensor& t) {
   if (t.empty()) return nullptr;
-  const Key key{t.data(), rows_of(t), cols_of(t), cols_of(t)};
-  if (auto it = vectors_.find(key); it != vectors_.end()) return it->second;
-  DeviceBuffer<float> buf(static_cast<size_t>(t.numel()));
-  buf.upload(std::span<const float>(t.data(), static_cast<size_t>(t.numel())));
-  bytes_ += buf.bytes();
-  const float* p = buf.data();
-  f32_.push_back(std::move(buf));
-  return vectors_[key] = p;
+  if (auto it = vectors_.find(t.data()); it != vectors_.end()) return it->second;
+  const float* p = allocate_vector(t.numel());
+  f32_.back().upload(std::span<const float>(t.data(), static_cast<size_t>(t.numel())));
+  return vectors_[t.data()] = p;
 }
 
 DeviceLinear DeviceModel::upload_linear(const Linear& l) {
@@ -93,12 +101,13 @@ DevicePacked DeviceModel::upload_packed(const PackedLinear& p) {
   return d;
 }
 
-DeviceModel::DeviceModel(const Model& model) {
+DeviceModel::DeviceModel(const Model& model, ElementType type)
+    : type_(type), config_(model.config), source_(model.source) {
   const ModelConfig& c = model.config;
   model.validate_packed("uploading");
   // The embedding gather reads rows of stride hidden; a tied lm_head shares
   // this upload whenever hidden is already a multiple of 8.
-  embed_ = upload_matrix(model.embed, c.hidden).data;
+  embed_ = upload_rows({&model.embed}, c.hidden);
   final_norm_ = upload_vector(model.final_norm);
   lm_head_ = upload_linear(model.lm_head);
   for (const Layer& l : model.layers) {
@@ -113,14 +122,92 @@ DeviceModel::DeviceModel(const Model& model) {
         gate.bias.empty() && up.bias.empty()) {
       d.gate_up.first = upload_matrix(l.gate_up.first);
       for (const PackedLinear::Part* p : {&gate, &up})
-        d.gate_up.parts.push_back({p->offset, p->rows, Bf16Matrix{}, nullptr});
-      d.gate_up_second = upload_stacked(gate.second, up.second);
+        d.gate_up.parts.push_back({p->offset, p->rows, DeviceMatrix{}, nullptr});
+      d.gate_up_second = upload_rows({&gate.second, &up.second}, round_up8(gate.second.dim(1)));
     } else {
       d.gate_up = upload_packed(l.gate_up);
     }
     d.o = upload_linear(l.o);
     d.down = upload_linear(l.down);
   }
+}
+
+// The synthetic builders mirror the Model path above: the same packed layout,
+// filled by kernels instead of uploads.
+void DeviceModel::fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows, uint32_t tensor, float scale) {
+  // This object owns every matrix it hands out, so writing through it is its right.
+  auto* p = static_cast<uint8_t*>(const_cast<void*>(m.data)) + row0 * m.ld * element_bytes(m.type);
+  fill_synthetic(p, m.type, rows, m.cols, m.ld, seed_, tensor, scale, nullptr);
+}
+
+DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer, int64_t in,
+                                           std::initializer_list<SyntheticPart> parts, bool with_seconds) {
+  DevicePacked d;
+  int64_t total = 0;
+  for (const SyntheticPart& p : parts) {
+    const int64_t r = spec.rank(p.out, in), rows = r < 0 ? p.out : r;
+    d.parts.push_back({total, rows, DeviceMatrix{}, nullptr});
+    total += rows;
+  }
+  d.first = allocate_matrix(total, in, round_up8(in));
+  const SyntheticPart* p = parts.begin();
+  for (DevicePacked::Part& part : d.parts) {
+    fill_matrix(d.first, part.offset, part.rows, synthetic_tensor_id(layer, p->w, 0), synthetic_scale(in));
+    if (with_seconds && spec.rank(p->out, in) >= 0) {
+      part.second = allocate_matrix(p->out, part.rows, round_up8(part.rows));
+      fill_matrix(part.second, 0, p->out, synthetic_tensor_id(layer, p->w, 1), synthetic_scale(part.rows));
+    }
+    ++p;
+  }
+  return d;
+}
+
+DeviceLinear DeviceModel::synthetic_linear(const SyntheticSpec& spec, int layer, SyntheticWeight w, int64_t out,
+                                           int64_t in) {
+  const DevicePacked p = synthetic_packed(spec, layer, in, {{w, out}}, true);
+  return DeviceLinear{p.first, p.parts[0].second, nullptr};
+}
+
+DeviceModel::DeviceModel(const SyntheticSpec& spec, ElementType type)
+    : type_(type), seed_(spec.seed), config_(spec.config), source_("synthetic " + spec.name) {
+  const ModelConfig& c = config_;
+  c.validate(source_);
+  using W = SyntheticWeight;
+  embed_ = allocate_matrix(c.vocab, c.hidden, c.hidden);
+  fill_matrix(embed_, 0, c.vocab, kSyntheticEmbed, 1.0f);
+  auto norm = [&](uint32_t id) {
+    float* p = allocate_vector(c.hidden);
+      fill_synthetic(p, c.hidden, seed_, id, kSyntheticNormSpread, true, nullptr);
+    return p;
+  };
+  final_norm_ = norm(kSyntheticFinalNorm);
+  if (c.tied_embeddings && c.hidden % 8 == 0) {
+    lm_head_.first = embed_;
+  } else {
+    lm_head_.first = allocate_matrix(c.vocab, c.hidden, round_up8(c.hidden));
+    fill_matrix(lm_head_.first, 0, c.vocab, c.tied_embeddings ? kSyntheticEmbed : kSyntheticLmHead,
+                c.tied_embeddings ? 1.0f : synthetic_scale(c.hidden));
+  }
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t mlp_rank = spec.rank(c.intermediate, c.hidden);
+  for (int i = 0; i < c.n_layers; ++i) {
+    DeviceLayer& d = layers_.emplace_back();
+    d.attn_norm = norm(synthetic_tensor_id(i, W::attn_norm, 0));
+    d.mlp_norm = norm(synthetic_tensor_id(i, W::mlp_norm, 0));
+    d.qkv = synthetic_packed(spec, i, c.hidden, {{W::q, q_dim}, {W::k, kv_dim}, {W::v, kv_dim}}, true);
+    // gate and up have one shape, so one rank: low-rank means one stacked second factor.
+    d.gate_up = synthetic_packed(spec, i, c.hidden, {{W::gate, c.intermediate}, {W::up, c.intermediate}},
+                                 mlp_rank < 0);
+    if (mlp_rank >= 0) {
+      d.gate_up_second = allocate_matrix(2 * c.intermediate, mlp_rank, round_up8(mlp_rank));
+      const float scale = synthetic_scale(mlp_rank);
+      fill_matrix(d.gate_up_second, 0, c.intermediate, synthetic_tensor_id(i, W::gate, 1), scale);
+      fill_matrix(d.gate_up_second, c.intermediate, c.intermediate, synthetic_tensor_id(i, W::up, 1), scale);
+    }
+    d.o = synthetic_linear(spec, i, W::o, c.hidden, q_dim);
+    d.down = synthetic_linear(spec, i, W::down, c.hidden, c.intermediate);
+  }
+  FSVD_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 }  // namespace fsvd::cuda

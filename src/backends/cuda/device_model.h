@@ -1,34 +1,38 @@
 #pragma once
-// A packed Model's weights uploaded once to the GPU for the decode path:
-// matrices as bf16 with rows padded to a multiple of 8 (the GEMV layout
-// contract, gemv.h), norms and biases as fp32. Storage shared on the host
-// (packed factors, shared bases, tied embeddings) is uploaded once.
-#include <cuda_bf16.h>
-
+// A model's weights on the GPU, in the packed layout the decode path reads:
+// matrices as bf16 (or fp32, for exact checks) with rows padded to a multiple
+// of 8 (the GEMV layout contract, gemv.h), norms and biases as fp32. Either
+// uploaded once from a packed host Model (storage shared on the host — packed
+// factors, shared bases, tied embeddings — is uploaded once) or generated in
+// place for a synthetic model (model/synthetic.h).
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "backends/cuda/device_buffer.h"
-#include "backends/cuda/gemv.h"
+#include "backends/cuda/device_matrix.h"
 #include "model/model.h"
+#include "model/synthetic.h"
 
 namespace fsvd::cuda {
 
 // Empty (data == nullptr) when absent.
 struct DeviceLinear {
-  Bf16Matrix first;   // [r, in] or [out, in] (dense)
-  Bf16Matrix second;  // [out, r]; empty when dense
+  DeviceMatrix first;   // [r, in] or [out, in] (dense)
+  DeviceMatrix second;  // [out, r]; empty when dense
   const float* bias = nullptr;
   bool low_rank() const { return second.data != nullptr; }
+  int64_t out() const { return low_rank() ? second.rows : first.rows; }
 };
 
 struct DevicePacked {
-  Bf16Matrix first;  // stacked first factors of the parts
+  DeviceMatrix first;  // stacked first factors of the parts
   struct Part {
     int64_t offset = 0, rows = 0;  // this part's rows of `first`'s output
-    Bf16Matrix second;             // empty when the part is dense
+    DeviceMatrix second;           // empty when the part is dense
     const float* bias = nullptr;
   };
   std::vector<Part> parts;
@@ -40,16 +44,21 @@ struct DeviceLayer {
   DevicePacked qkv, gate_up;
   // [gate second; up second] as one matrix when both are low-rank of one rank,
   // so one gemv_silu_mul computes silu(gate)·up; empty otherwise.
-  Bf16Matrix gate_up_second;
+  DeviceMatrix gate_up_second;
   DeviceLinear o, down;
 };
 
 class DeviceModel {
  public:
   // `model` must be packed (Model::pack); it is only read during construction.
-  explicit DeviceModel(const Model& model);
+  explicit DeviceModel(const Model& model, ElementType type = ElementType::BF16);
+  // The weights of make_synthetic_model(spec), built on the device.
+  explicit DeviceModel(const SyntheticSpec& spec, ElementType type = ElementType::BF16);
 
-  const __nv_bfloat16* embed() const { return embed_; }  // [vocab, hidden], row stride hidden
+  const ModelConfig& config() const { return config_; }
+  const std::string& source() const { return source_; }
+  ElementType type() const { return type_; }
+  const DeviceMatrix& embed() const { return embed_; }  // [vocab, hidden], row stride hidden
   const float* final_norm() const { return final_norm_; }
   const DeviceLinear& lm_head() const { return lm_head_; }
   const std::vector<DeviceLayer>& layers() const { return layers_; }
@@ -57,23 +66,43 @@ class DeviceModel {
   size_t bytes_uploaded() const { return bytes_; }
 
  private:
-  // (host data, rows, cols, row stride) of a matrix or vector already uploaded.
-  using Key = std::tuple<const float*, int64_t, int64_t, int64_t>;
-  Bf16Matrix upload_matrix(const Tensor& t, int64_t ld);
-  Bf16Matrix upload_matrix(const Tensor& t);  // ld = cols rounded up to 8
-  Bf16Matrix upload_stacked(const Tensor& top, const Tensor& bottom);
+  DeviceMatrix allocate_matrix(int64_t rows, int64_t cols, int64_t ld);
+  float* allocate_vector(int64_t n);
+  // The row blocks stacked into one matrix of row stride ld (uploaded once per
+  // distinct stack).
+  DeviceMatrix upload_rows(std::initializer_list<const Tensor*> blocks, int64_t ld);
+  DeviceMatrix upload_matrix(const Tensor& t);  // ld = cols rounded up to 8
   const float* upload_vector(const Tensor& t);  // nullptr for an empty tensor
   DeviceLinear upload_linear(const Linear& l);
   DevicePacked upload_packed(const PackedLinear& p);
 
-  std::vector<DeviceBuffer<uint16_t>> bf16_;
+  // Synthetic weights: rows [row0, row0 + rows) of m get tensor `tensor`'s values.
+  void fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows, uint32_t tensor, float scale);
+  struct SyntheticPart {
+    SyntheticWeight w;
+    int64_t out;
+  };
+  // Parts reading one input of width `in`, first factors stacked; second
+  // factors only when `with_seconds`.
+  DevicePacked synthetic_packed(const SyntheticSpec& spec, int layer, int64_t in,
+                                std::initializer_list<SyntheticPart> parts, bool with_seconds);
+  DeviceLinear synthetic_linear(const SyntheticSpec& spec, int layer, SyntheticWeight w, int64_t out,
+                                int64_t in);
+
+  ElementType type_;
+  uint64_t seed_ = 0;  // of a synthetic model
+  ModelConfig config_;
+  std::string source_;
+
+  std::vector<DeviceBuffer<uint8_t>> matrix_buffers_;
   std::vector<DeviceBuffer<float>> f32_;
-  std::map<Key, Bf16Matrix> matrices_;
-  std::map<Key, const float*> vectors_;
-  std::map<std::pair<const float*, const float*>, Bf16Matrix> stacked_;
+  // (first block's data, last block's data, rows, cols, row stride) of an uploaded matrix.
+  using Key = std::tuple<const float*, const float*, int64_t, int64_t, int64_t>;
+  std::map<Key, DeviceMatrix> matrices_;
+  std::map<const float*, const float*> vectors_;
   size_t bytes_ = 0;
 
-  const __nv_bfloat16* embed_ = nullptr;
+  DeviceMatrix embed_;
   const float* final_norm_ = nullptr;
   DeviceLinear lm_head_;
   std::vector<DeviceLayer> layers_;

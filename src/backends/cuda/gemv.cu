@@ -1,11 +1,13 @@
-// Batch-1 bf16 GEMV kernels (see gemv.h for the contract).
+// Batch-1 GEMV kernels, bf16 or fp32 weights (see gemv.h for the contract).
 //
 // Work layout. A CTA of `warps` warps owns a tile of rows and one column slice
 // ("split"). Each warp owns kRowsPerWarp rows of W; lane l reads the 16-byte
-// groups l, l + 32, ... of the slice in each of them, so a warp step reads 512
-// contiguous bytes per row, fully coalesced. The slice of x lives in shared
-// memory as fp32 (converted from bf16, times the RMSNorm gain) and is shared
-// by all rows of the tile. A warp issues the loads of kUnroll steps x
+// groups l, l + 32, ... of the slice in each of them (8 bf16 or 4 fp32 values
+// each), so a warp step reads 512 contiguous bytes per row, fully coalesced.
+// The weight type is a template parameter of the one kernel body: it only
+// changes how a group unpacks, so bf16 compiles to the code tuned for it. The
+// slice of x lives in shared memory as fp32 (converted from bf16, times the
+// RMSNorm gain) and is shared by all rows of the tile. A warp issues the loads of kUnroll steps x
 // kRowsPerWarp rows before using any, and the first batch is issued before x
 // is staged, so the x prologue hides under the weight loads.
 //
@@ -28,7 +30,7 @@
 // waits for the previous kernel, so launch latency and the DRAM pipeline fill
 // overlap the previous kernels' tails (measured on H200: 8 MB GEMVs 5.1 ->
 // 3.8 us per call back to back). It is applied only while each CTA streams at
-// most kMaxEarlyChunkCols columns: with longer CTAs (the 90 MB [11008, 4096])
+// most kMaxEarlyChunkBytes of each row: with longer CTAs (the 90 MB [11008, 4096])
 // the early CTAs land unevenly on the SMs and the call got 25% slower.
 // Triggering after the wait instead serializes the chain and lost everywhere.
 #include "backends/cuda/gemv.h"
@@ -40,6 +42,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_helpers.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -48,13 +51,12 @@ namespace cg = cooperative_groups;
 
 constexpr int kRowsPerWarp = 4;       // W rows per warp (2 outputs x gate/up for SiLU)
 constexpr int kUnroll = 2;            // warp steps whose loads are in flight together
-constexpr int kGroup = 8;             // bf16 values per 16-byte load
-constexpr int kStepGroups = 32;       // groups per warp step: one per lane
-constexpr int kMaxChunkGroups = 512;  // 4096 columns per slice: <= 32 KB of x in shared memory
+constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per lane
+constexpr int kMaxChunkCols = 4096;   // columns per slice: x of both SiLU halves in 32 KB of shared memory
 constexpr int kMaxSplits = 8;         // portable thread-block cluster size
 constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
 constexpr int kResidentWarpsPerSm = 32;  // at ~64 registers per thread (65536 / 64 / 32)
-constexpr int kMaxEarlyChunkCols = 2048;  // longest slice for which early_weights is applied
+constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
 constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
@@ -65,7 +67,7 @@ struct Params {
   int64_t ld_groups;  // row stride in groups
   int outputs;        // length of y
   int cols;
-  int groups;        // ceil(cols / 8)
+  int groups;        // 16-byte groups per row: ceil(cols / values per group)
   int chunk_groups;  // groups per slice
   int splits;
   const void* x[2];   // input of the first (gate) and second (up) half
@@ -83,38 +85,42 @@ __device__ __forceinline__ uint4 load_weights(const uint4* p) {
   return v;
 }
 
-// bf16 is the high half of an fp32: element 0 of a word is its low 16 bits.
-__device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
-__device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+// Weight values (T = __nv_bfloat16 or float) per 16-byte group.
+template <typename T>
+constexpr int kGroupValues = 16 / sizeof(T);
 
-__device__ __forceinline__ float dot8(uint4 w, float4 a, float4 b, float acc) {
-  acc = fmaf(bf16_lo(w.x), a.x, acc);
-  acc = fmaf(bf16_hi(w.x), a.y, acc);
-  acc = fmaf(bf16_lo(w.y), a.z, acc);
-  acc = fmaf(bf16_hi(w.y), a.w, acc);
-  acc = fmaf(bf16_lo(w.z), b.x, acc);
-  acc = fmaf(bf16_hi(w.z), b.y, acc);
-  acc = fmaf(bf16_lo(w.w), b.z, acc);
-  acc = fmaf(bf16_hi(w.w), b.w, acc);
+// Value i of a group as fp32 (i is a constant once loops are unrolled).
+template <typename T>
+__device__ __forceinline__ float group_value(uint4 w, int i) {
+  const uint32_t word = (&w.x)[i * sizeof(T) / 4];
+  if constexpr (sizeof(T) == 4) return __uint_as_float(word);
+  else return i % 2 == 0 ? bf16_lo(word) : bf16_hi(word);
+}
+
+// acc + w · x over one group, in element order.
+template <typename T>
+__device__ __forceinline__ float dot_group(uint4 w, const float (&x)[kGroupValues<T>], float acc) {
+#pragma unroll
+  for (int i = 0; i < kGroupValues<T>; ++i) acc = fmaf(group_value<T>(w, i), x[i], acc);
   return acc;
 }
 
 // Zeroes the values at positions >= valid of a group that straddles the end
 // of a row: the row padding may hold anything, even NaN, and 0 * NaN is NaN.
+template <typename T>
 __device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
+  constexpr int kPerWord = 4 / sizeof(T);
+  constexpr uint32_t kValueBits = sizeof(T) == 4 ? 0xffffffffu : 0xffffu;
   uint32_t* word = &w.x;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint32_t keep = (2 * i < valid ? 0x0000ffffu : 0u) | (2 * i + 1 < valid ? 0xffff0000u : 0u);
+    uint32_t keep = 0;
+#pragma unroll
+    for (int e = 0; e < kPerWord; ++e)
+      if (i * kPerWord + e < valid) keep |= kValueBits << (e * 8 * sizeof(T));
     word[i] &= keep;
   }
   return w;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
 }
 
 // Sum over the CTA, the same value in every thread; `scratch` holds 32 floats.
@@ -181,11 +187,12 @@ __device__ __forceinline__ void finish(const Params& p, int o, float a, float b)
   }
 }
 
-template <Epilogue kE, bool kXBf16, bool kNorm>
+template <typename T, Epilogue kE, bool kXBf16, bool kNorm>
 __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
+  constexpr int kGroup = kGroupValues<T>;
   constexpr int kParts = kE == Epilogue::SiluMul ? 2 : 1;
   constexpr int kOuts = kRowsPerWarp / kParts;  // outputs per warp
-  extern __shared__ float4 smem_x4[];  // fp32 [kParts][chunk_groups * 8], or [groups * 8] for the norm
+  extern __shared__ float4 smem_x4[];  // fp32 [kParts][chunk_cols], or [groups * kGroup] for the norm
   float* xs = reinterpret_cast<float*>(smem_x4);
   __shared__ float scratch[32];
   __shared__ float partials[kMaxWarps * kRowsPerWarp];  // split-K: this slice's sums, by warp and row
@@ -248,14 +255,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
       if (g0 + lg >= full_groups) {
 #pragma unroll
         for (int j = 0; j < kRowsPerWarp; ++j)
-          wv[u][j] = mask_tail(wv[u][j], p.cols - (g0 + lg) * kGroup);
+          wv[u][j] = mask_tail<T>(wv[u][j], p.cols - (g0 + lg) * kGroup);
       }
 #pragma unroll
       for (int part = 0; part < kParts; ++part) {
         const float4* xp = reinterpret_cast<const float4*>(xs_slice + part * chunk_cols + lg * kGroup);
-        const float4 a = xp[0], b = xp[1];
+        float x[kGroup];
 #pragma unroll
-        for (int j = part * kOuts; j < (part + 1) * kOuts; ++j) acc[j] = dot8(wv[u][j], a, b, acc[j]);
+        for (int q = 0; q < kGroup / 4; ++q) {
+          const float4 v = xp[q];
+          x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
+        }
+#pragma unroll
+        for (int j = part * kOuts; j < (part + 1) * kOuts; ++j) acc[j] = dot_group<T>(wv[u][j], x, acc[j]);
       }
     }
   }
@@ -305,7 +317,7 @@ struct Request {
   float eps;
 };
 
-template <Epilogue kE, bool kXBf16, bool kNorm>
+template <typename T, Epilogue kE, bool kXBf16, bool kNorm>
 void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights,
                    cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -321,20 +333,39 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
   attrs[1].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
   config.attrs = attrs;
   config.numAttrs = 2;
-  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<kE, kXBf16, kNorm>, p));
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kXBf16, kNorm>, p));
 }
 
-void launch(const Request& rq, const Bf16Matrix& w, float* y, cudaStream_t stream, GemvConfig cfg) {
+// The kernel instance for the request's epilogue and input type.
+template <typename T>
+void launch_for(const Request& rq, const Params& p, const GemvPlan& plan, size_t smem, bool early,
+                cudaStream_t stream) {
+  const bool bf16 = rq.x[0].bf16;
+  if (rq.norm)
+    launch_kernel<T, Epilogue::Store, false, true>(p, plan, smem, early, stream);
+  else if (rq.epilogue == Epilogue::Store)
+    (bf16 ? launch_kernel<T, Epilogue::Store, true, false> : launch_kernel<T, Epilogue::Store, false, false>)(
+        p, plan, smem, early, stream);
+  else if (rq.epilogue == Epilogue::Add)
+    (bf16 ? launch_kernel<T, Epilogue::Add, true, false> : launch_kernel<T, Epilogue::Add, false, false>)(
+        p, plan, smem, early, stream);
+  else
+    (bf16 ? launch_kernel<T, Epilogue::SiluMul, true, false>
+          : launch_kernel<T, Epilogue::SiluMul, false, false>)(p, plan, smem, early, stream);
+}
+
+void launch(const Request& rq, const DeviceMatrix& w, float* y, cudaStream_t stream, GemvConfig cfg) {
   const char* where = rq.where;
   const bool pairs = rq.epilogue == Epilogue::SiluMul;
+  const int64_t group = values_per_16_bytes(w.type);
   check(w.data != nullptr && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, where,
         "weights must be a 16-byte aligned device pointer");
   check(w.rows >= 1 && w.cols >= 1, where, "empty matrix [", w.rows, ", ", w.cols, "]");
-  check(w.ld >= w.cols && w.ld % kGroup == 0, where, "row stride ", w.ld,
-        " must be a multiple of 8 and >= cols ", w.cols);
-  check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkGroups * kGroup, where,
-        "matrix [", w.rows, ", ", w.cols, "] too large (at most ",
-        int64_t{kMaxSplits} * kMaxChunkGroups * kGroup, " columns)");
+  check(w.ld >= w.cols && w.ld % group == 0, where, "row stride ", w.ld, " must be a multiple of ",
+        group, " and >= cols ", w.cols);
+  check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkCols, where, "matrix [",
+        w.rows, ", ", w.cols, "] too large (at most ", int64_t{kMaxSplits} * kMaxChunkCols,
+        " columns)");
   check(!pairs || w.rows % 2 == 0, where, "gate|up matrix has an odd row count ", w.rows);
   check(y != nullptr, where, "null output");
   for (int part = 0; part < (pairs ? 2 : 1); ++part)
@@ -348,15 +379,15 @@ void launch(const Request& rq, const Bf16Matrix& w, float* y, cudaStream_t strea
   int device = 0, sm_count = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  const GemvPlan plan = plan_gemv(w.rows, w.cols, pairs, cfg, sm_count);
+  const GemvPlan plan = plan_gemv(w.rows, w.cols, pairs, cfg, sm_count, w.type);
 
   Params p{};
-  p.w = reinterpret_cast<const uint4*>(w.data);
-  p.ld_groups = w.ld / kGroup;
+  p.w = static_cast<const uint4*>(w.data);
+  p.ld_groups = w.ld / group;
   p.outputs = static_cast<int>(pairs ? w.rows / 2 : w.rows);
   p.cols = static_cast<int>(w.cols);
-  p.groups = static_cast<int>(ceil_div(w.cols, kGroup));
-  p.chunk_groups = plan.chunk_cols / kGroup;
+  p.groups = static_cast<int>(ceil_div(w.cols, group));
+  p.chunk_groups = static_cast<int>(plan.chunk_cols / group);
   p.splits = plan.splits;
   p.x[0] = rq.x[0].data;
   p.x[1] = rq.x[pairs ? 1 : 0].data;
@@ -364,26 +395,20 @@ void launch(const Request& rq, const Bf16Matrix& w, float* y, cudaStream_t strea
   p.eps = rq.eps;
   p.y = y;
 
-  const size_t smem = (rq.norm ? size_t(p.groups) * kGroup : size_t{pairs ? 2u : 1u} * plan.chunk_cols) *
+  const size_t smem = (rq.norm ? size_t(p.groups) * group : size_t{pairs ? 2u : 1u} * plan.chunk_cols) *
                       sizeof(float);
-  const bool early = cfg.early_weights && plan.chunk_cols <= kMaxEarlyChunkCols;
-  const bool bf16 = rq.x[0].bf16;
-  if (rq.norm)
-    launch_kernel<Epilogue::Store, false, true>(p, plan, smem, early, stream);
-  else if (rq.epilogue == Epilogue::Store)
-    (bf16 ? launch_kernel<Epilogue::Store, true, false> : launch_kernel<Epilogue::Store, false, false>)(
-        p, plan, smem, early, stream);
-  else if (rq.epilogue == Epilogue::Add)
-    (bf16 ? launch_kernel<Epilogue::Add, true, false> : launch_kernel<Epilogue::Add, false, false>)(
-        p, plan, smem, early, stream);
+  const bool early =
+      cfg.early_weights && plan.chunk_cols * element_bytes(w.type) <= kMaxEarlyChunkBytes;
+  if (w.type == ElementType::F32)
+    launch_for<float>(rq, p, plan, smem, early, stream);
   else
-    (bf16 ? launch_kernel<Epilogue::SiluMul, true, false> : launch_kernel<Epilogue::SiluMul, false, false>)(
-        p, plan, smem, early, stream);
+    launch_for<__nv_bfloat16>(rq, p, plan, smem, early, stream);
 }
 
 }  // namespace
 
-GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count) {
+GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
+                   ElementType weights) {
   const char* where = "plan_gemv";
   check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
         kMaxWarps);
@@ -391,7 +416,8 @@ GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int
         kMaxSplits);
   const int64_t outputs = pairs ? w_rows / 2 : w_rows;
   const int64_t outs_per_warp = kRowsPerWarp / (pairs ? 2 : 1);
-  const int64_t groups = ceil_div(cols, kGroup);
+  const int64_t group = values_per_16_bytes(weights);
+  const int64_t groups = ceil_div(cols, group);
   GemvPlan plan;
   plan.warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
   plan.tiles = static_cast<int>(ceil_div(outputs, plan.warps * outs_per_warp));
@@ -401,29 +427,29 @@ GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int
     const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / plan.warps);
     splits = std::min<int64_t>({slots / plan.tiles, groups / (2 * kStepGroups), kMaxSplits});
   }
-  splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkGroups)});
+  splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
   int64_t chunk = ceil_div(groups, splits);
   if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
   plan.splits = static_cast<int>(ceil_div(groups, chunk));
-  plan.chunk_cols = static_cast<int>(chunk * kGroup);
+  plan.chunk_cols = static_cast<int>(chunk * group);
   return plan;
 }
 
-void gemv(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
+void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
   launch({"gemv", Epilogue::Store, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
 }
 
-void gemv_residual(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
+void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
   launch({"gemv_residual", Epilogue::Add, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
 }
 
-void rmsnorm_gemv(const Bf16Matrix& w, const float* x, const float* gain, float eps, float* y,
+void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg) {
   launch({"rmsnorm_gemv", Epilogue::Store, true, {DeviceVec::f32(x), DeviceVec::f32(x)}, gain, eps},
          w, y, stream, cfg);
 }
 
-void gemv_silu_mul(const Bf16Matrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
+void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
                    cudaStream_t stream, GemvConfig cfg) {
   launch({"gemv_silu_mul", Epilogue::SiluMul, false, {x_gate, x_up}, nullptr, 0.0f}, w, y, stream,
          cfg);

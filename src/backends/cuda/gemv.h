@@ -1,25 +1,24 @@
 #pragma once
-// Batch-1 GEMV for decode: y[rows] = W[rows, cols] · x[cols] with W bf16
-// row-major in device memory, fp32 accumulation and fp32 output, plus the
-// epilogues the decode path fuses into it (residual add, SiLU(gate)·up, an
-// RMSNorm of the input). Memory-bound by design: see gemv.cu for the layout.
+// Batch-1 GEMV for decode: y[rows] = W[rows, cols] · x[cols] with W bf16 (or
+// fp32, for exact checks) row-major in device memory, fp32 accumulation and
+// fp32 output, plus the epilogues the decode path fuses into it (residual add,
+// SiLU(gate)·up, an RMSNorm of the input). Memory-bound by design: see gemv.cu
+// for the layout.
 //
-// Layout contract for W: the row stride `ld` (in elements) is a multiple of 8
-// and >= cols, and the data pointer is 16-byte aligned, so every row starts on
-// a 16-byte boundary and is read with 16-byte loads. The uploader pads rows
-// whose width is not a multiple of 8 (ranks like 1491); the padding's values
-// are never used, so it may hold anything.
+// Layout contract for W: the data pointer is 16-byte aligned and the row
+// stride `ld` (in elements) is >= cols and spans whole 16-byte groups (a
+// multiple of 8 for bf16, of 4 for fp32), so every row starts on a 16-byte
+// boundary and is read with 16-byte loads. The uploader pads rows whose width
+// does not fill the last group (ranks like 1491); the padding's values are
+// never used, so it may hold anything.
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-namespace fsvd::cuda {
+#include "backends/cuda/device_matrix.h"
 
-struct Bf16Matrix {
-  const __nv_bfloat16* data = nullptr;
-  int64_t rows = 0, cols = 0, ld = 0;  // ld: row stride in elements
-};
+namespace fsvd::cuda {
 
 // A device vector of fp32 or bf16 values (bf16 halves the input's bytes when
 // the producer already rounded it).
@@ -41,7 +40,8 @@ struct DeviceVec {
 // first weights, and waits for that kernel only before reading x or touching
 // y. This hides launch latency between back-to-back GEMVs (the decode path);
 // it requires that the previous kernel does not write W. It is ignored for
-// launches whose CTAs stream more than 2048 columns, where it measured slower.
+// launches whose CTAs stream more than 4 KB of each row (2048 bf16 columns),
+// where it measured slower.
 struct GemvConfig {
   int warps = 0;   // warps per CTA, 1..8
   int splits = 0;  // column slices, 1..8
@@ -52,7 +52,7 @@ struct GemvConfig {
 struct GemvPlan {
   int warps = 0;
   int splits = 0;      // slices actually launched (may be fewer than asked)
-  int chunk_cols = 0;  // columns per slice (a multiple of 256 except when cols is smaller)
+  int chunk_cols = 0;  // columns per slice (whole 512-byte warp steps unless cols is smaller)
   int tiles = 0;       // row tiles; the grid is tiles * splits CTAs
 };
 
@@ -61,22 +61,24 @@ struct GemvPlan {
 // Columns are limited to 32768 (8 slices of 4096).
 
 // y = W·x.
-void gemv(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg = {});
+void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg = {});
 // y += W·x (the residual add after o and down projections).
-void gemv_residual(const Bf16Matrix& w, DeviceVec x, float* y, cudaStream_t stream,
+void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream,
                    GemvConfig cfg = {});
 // y = W · (x / sqrt(mean(x^2) + eps) ⊙ gain), x and gain fp32 of length cols
 // (at most 8192): the RMSNorm before a projection, computed inside every CTA
 // (no extra launch).
-void rmsnorm_gemv(const Bf16Matrix& w, const float* x, const float* gain, float eps, float* y,
+void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg = {});
 // W = [gate rows; up rows] (w.rows = 2 * n): y[i] = silu(W[i]·x_gate) * (W[n + i]·x_up)
 // for i < n. x_gate and x_up are usually two slices of one rank-space vector.
-void gemv_silu_mul(const Bf16Matrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
+void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
                    cudaStream_t stream, GemvConfig cfg = {});
 
-// The launch shape the functions above use for W [w_rows, cols] (w_rows counts
-// both halves for gemv_silu_mul, `pairs` true) on a GPU with sm_count SMs.
-GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count);
+// The launch shape the functions above use for W [w_rows, cols] of `weights`
+// values (w_rows counts both halves for gemv_silu_mul, `pairs` true) on a GPU
+// with sm_count SMs.
+GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
+                   ElementType weights = ElementType::BF16);
 
 }  // namespace fsvd::cuda

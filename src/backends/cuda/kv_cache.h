@@ -1,11 +1,13 @@
 #pragma once
 // Shapes shared by the decode-step attention kernels: the head layout of one
-// layer and its dense bf16 KV cache. C++17 (included by .cu files).
-#include <cuda_bf16.h>
+// layer and its dense KV cache (bf16, or fp32 for exact checks). C++17
+// (included by .cu files).
+#include <cuda_bf16.h>  // the default element type, which readers of the cache cast to
 
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/device_matrix.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
@@ -16,12 +18,14 @@ struct HeadShape {
   int head_dim = 0;    // 64 or 128
 };
 
-// One layer's cache: k and v each [max_ctx, n_kv_heads * head_dim], row-major,
-// rows 16-byte aligned (the kernels read them with 16-byte loads).
+// One layer's cache: k and v each [max_ctx, n_kv_heads * head_dim] values of
+// `type`, row-major, rows 16-byte aligned (the kernels read them with 16-byte
+// loads). The pointers are untyped because `type` says what they hold.
 struct KvCacheLayer {
-  __nv_bfloat16* k = nullptr;
-  __nv_bfloat16* v = nullptr;
+  void* k = nullptr;
+  void* v = nullptr;
   int max_ctx = 0;
+  ElementType type = ElementType::BF16;
 };
 
 inline void check_head_shape(const HeadShape& s, const std::string& where) {

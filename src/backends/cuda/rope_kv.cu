@@ -1,6 +1,7 @@
 // RoPE + KV-cache store for one decode token (see rope_kv.h). One thread per
 // rotation pair (j, j + head_dim/2) of every q and k head; the k-head threads
-// also copy the two matching v values, so one launch covers all three.
+// also copy the two matching v values, so one launch covers all three. The
+// cache's element type is a template parameter: only the final store differs.
 #include "backends/cuda/rope_kv.h"
 
 #include <cuda_bf16.h>
@@ -21,11 +22,16 @@ struct Params {
   const float* v;
   const float* inv_freq;
   const int* pos;
-  __nv_bfloat16* k_cache;
-  __nv_bfloat16* v_cache;
+  void* k_cache;
+  void* v_cache;
   int max_ctx, n_heads, n_kv_heads, head_dim;
 };
 
+// fp32 to a cache element: bf16 rounds to nearest even, fp32 stores as is.
+__device__ __forceinline__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store(float* p, float x) { *p = x; }
+
+template <typename T>
 __global__ void __launch_bounds__(kThreads) rope_store_kv_kernel(const Params p) {
   const int half = p.head_dim / 2;
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -52,12 +58,12 @@ __global__ void __launch_bounds__(kThreads) rope_store_kv_kernel(const Params p)
   float s, c;
   sincosf(static_cast<float>(pos) * p.inv_freq[j], &s, &c);
   const float a = p.k[i], b = p.k[i + half];
-  __nv_bfloat16* krow = p.k_cache + int64_t{pos} * kv_dim;
-  __nv_bfloat16* vrow = p.v_cache + int64_t{pos} * kv_dim;
-  krow[i] = __float2bfloat16_rn(a * c - b * s);
-  krow[i + half] = __float2bfloat16_rn(b * c + a * s);
-  vrow[i] = __float2bfloat16_rn(p.v[i]);
-  vrow[i + half] = __float2bfloat16_rn(p.v[i + half]);
+  T* krow = static_cast<T*>(p.k_cache) + int64_t{pos} * kv_dim;
+  T* vrow = static_cast<T*>(p.v_cache) + int64_t{pos} * kv_dim;
+  store(krow + i, a * c - b * s);
+  store(krow + i + half, b * c + a * s);
+  store(vrow + i, p.v[i]);
+  store(vrow + i + half, p.v[i + half]);
 }
 
 }  // namespace
@@ -73,7 +79,11 @@ void rope_store_kv(float* q, const float* k, const float* v, const float* inv_fr
   const Params p{q, k, v, inv_freq, d_pos, cache.k, cache.v, cache.max_ctx,
                  shape.n_heads, shape.n_kv_heads, shape.head_dim};
   const int work = (shape.n_heads + shape.n_kv_heads) * (shape.head_dim / 2);
-  rope_store_kv_kernel<<<(work + kThreads - 1) / kThreads, kThreads, 0, stream>>>(p);
+  const unsigned blocks = (work + kThreads - 1) / kThreads;
+  if (cache.type == ElementType::F32)
+    rope_store_kv_kernel<float><<<blocks, kThreads, 0, stream>>>(p);
+  else
+    rope_store_kv_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(p);
   FSVD_CUDA_CHECK_LAUNCH("rope_store_kv_kernel");
 }
 

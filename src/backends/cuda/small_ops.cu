@@ -3,6 +3,8 @@
 // favour one simple launch over peak bandwidth.
 #include "backends/cuda/small_ops.h"
 
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -17,15 +19,21 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kArgmaxThreads = 1024;
 
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_float(float v) { return v; }
+
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    embedding_kernel(const __nv_bfloat16* table, int64_t vocab, int64_t hidden, const int32_t* token,
+    embedding_kernel(const T* table, int64_t vocab, int64_t hidden, int64_t ld, const int32_t* tokens,
                      float* x) {
-  const int32_t t = *token;
+  // One grid row (blockIdx.y) per token.
+  const int32_t t = tokens[blockIdx.y];
+  x += blockIdx.y * hidden;
   const bool ok = t >= 0 && t < vocab;
-  const __nv_bfloat16* row = table + (ok ? t : 0) * hidden;
+  const T* row = table + (ok ? t : 0) * ld;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hidden;
        i += int64_t{gridDim.x} * blockDim.x)
-    x[i] = ok ? __bfloat162float(row[i]) : nanf("");
+    x[i] = ok ? to_float(row[i]) : nanf("");
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -85,15 +93,23 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* log
 
 }  // namespace
 
-void embedding_lookup(const __nv_bfloat16* table, int64_t vocab, int64_t hidden,
-                      const int32_t* d_token, float* x, cudaStream_t stream) {
+void embedding_lookup(const DeviceMatrix& table, const int32_t* d_tokens, int64_t n, float* x,
+                      cudaStream_t stream) {
   const char* where = "embedding_lookup";
-  check(table != nullptr && d_token != nullptr && x != nullptr, where, "null argument");
-  check(vocab >= 1 && vocab <= INT32_MAX && hidden >= 1, where, "table of [", vocab, ", ", hidden,
-        "]");
-  const int64_t blocks = std::min<int64_t>((hidden + kThreads - 1) / kThreads, 1024);
-  embedding_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(table, vocab, hidden,
-                                                                           d_token, x);
+  check(table.data != nullptr && d_tokens != nullptr && x != nullptr, where, "null argument");
+  check(n >= 1 && n <= 65535, where, n, " tokens (1..65535)");
+  check(table.rows >= 1 && table.rows <= INT32_MAX && table.cols >= 1 && table.ld >= table.cols,
+        where, "table of [", table.rows, ", ", table.cols, "] with row stride ", table.ld);
+  check(reinterpret_cast<uintptr_t>(table.data) % element_bytes(table.type) == 0, where,
+        "misaligned table");
+  const dim3 blocks(static_cast<unsigned>(std::min<int64_t>((table.cols + kThreads - 1) / kThreads, 1024)),
+                    static_cast<unsigned>(n));
+  if (table.type == ElementType::F32)
+    embedding_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(table.data), table.rows,
+                                                      table.cols, table.ld, d_tokens, x);
+  else
+    embedding_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(table.data),
+                                                      table.rows, table.cols, table.ld, d_tokens, x);
   FSVD_CUDA_CHECK_LAUNCH("embedding_kernel");
 }
 

@@ -2,17 +2,20 @@
 // The small ops around the decode step's GEMVs: embedding row gather, the
 // final RMSNorm and greedy argmax. Inputs that change per token (the token
 // id) are read from device memory so a captured graph can be replayed.
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "backends/cuda/device_matrix.h"
+
 namespace fsvd::cuda {
 
-// x[hidden] = table[*d_token] as fp32; table is bf16 [vocab, hidden] row-major.
-// A token id outside [0, vocab) fills x with NaN instead of reading out of bounds.
-void embedding_lookup(const __nv_bfloat16* table, int64_t vocab, int64_t hidden,
-                      const int32_t* d_token, float* x, cudaStream_t stream);
+// x[i] = row d_tokens[i] of table [vocab, hidden] (bf16 or fp32, any row
+// stride) as fp32, for the n (at most 65535) token ids in device memory: one
+// token in the decode step, a prompt chunk in prefill. A token id outside
+// [0, vocab) fills its row with NaN instead of reading out of bounds.
+void embedding_lookup(const DeviceMatrix& table, const int32_t* d_tokens, int64_t n, float* x,
+                      cudaStream_t stream);
 
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for rows r < n of width dim,
 // the same arithmetic as cpu::rmsnorm (sum of squares in double). One CTA per row.

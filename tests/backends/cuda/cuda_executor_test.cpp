@@ -19,6 +19,7 @@
 #include "backends/cpu/cpu_executor.h"
 #include "backends/cuda/decode_test_util.h"
 #include "testing/fails_with.h"
+#include "model/synthetic.h"
 #include "testing/random_model.h"
 
 namespace fsvd::cuda {
@@ -113,7 +114,7 @@ TEST_P(CudaExecutorVsCpu, LogitsMatchAtEveryStep) {
     token = argmax(want.data(), vocab);
   }
   std::printf("[ %s ] worst relative logit error %.2e, %zu weight bytes\n", GetParam().name.c_str(),
-              worst, gpu.weight_bytes());
+              worst, gpu.stats().weight_bytes);
 }
 
 // Independent greedy runs agree token for token; a step where the CPU's top
@@ -139,6 +140,49 @@ TEST_P(CudaExecutorVsCpu, GreedyTokensAgree) {
     cpu.forward({&cpu_token, 1}, pos, false, want);
     gpu.forward({&gpu_token, 1}, pos, false, got);
   }
+}
+
+// fp32 weights and cache: the same arithmetic as the CPU up to summation
+// order, so logits agree to 1e-4 at every prompt and decode step.
+TEST_P(CudaExecutorVsCpu, Fp32ModeMatchesTightly) {
+  const Model m = testing::random_model(GetParam().spec);
+  CpuExecutor cpu(m, 16, 0);
+  CudaExecutor gpu(m, 16, CudaOptions{ElementType::F32, GraphMode::model});
+  const std::vector<int32_t> prompt{5, 60, 7, 130, 2};
+  std::vector<float> want, got;
+  cpu.forward(prompt, 0, true, want);
+  gpu.forward(prompt, 0, true, got);
+  const int vocab = m.config.vocab;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    EXPECT_LT(relative_error(got.data() + i * vocab, want.data() + i * vocab, vocab), 1e-4) << "prompt " << i;
+  int32_t token = argmax(want.data() + (prompt.size() - 1) * vocab, vocab);
+  for (int pos = static_cast<int>(prompt.size()); pos < 12; ++pos) {
+    cpu.forward({&token, 1}, pos, false, want);
+    gpu.forward({&token, 1}, pos, false, got);
+    EXPECT_LT(relative_error(got, want), 1e-4) << "position " << pos;
+    token = argmax(want.data(), vocab);
+  }
+}
+
+// The prompt in one prefill (GEMMs, flash attention) against the same tokens
+// one decode step at a time; decoding after either continues alike.
+TEST_P(CudaExecutorVsCpu, PrefillMatchesDecodeSteps) {
+  const Model m = testing::random_model(GetParam().spec);
+  const int vocab = m.config.vocab, n = 37;
+  CudaExecutor batched(m, 48), stepped(m, 48);
+  std::vector<int32_t> prompt(n);
+  for (int i = 0; i < n; ++i) prompt[i] = (i * 37 + 11) % vocab;
+  std::vector<float> want, got, row;
+  batched.forward(prompt, 0, true, got);
+  for (int i = 0; i < n; ++i) {
+    stepped.forward({&prompt[i], 1}, i, false, row);
+    EXPECT_LT(relative_error(got.data() + i * vocab, row.data(), vocab), kLogitTolerance) << "token " << i;
+  }
+  // A second chunk at pos > 0 attends to the first one's cache.
+  const std::vector<int32_t> more{4, 8, 15};
+  batched.forward(more, n, false, got);
+  for (int i = 0; i < 3; ++i) stepped.forward({&more[i], 1}, n + i, false, want);
+  EXPECT_LT(relative_error(got, want), kLogitTolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaExecutorVsCpu, ::testing::ValuesIn(cases()),
@@ -175,22 +219,71 @@ TEST(CudaExecutorUpload, SharedStorageIsUploadedOnce) {
   spec.ranks = {21, 13, 19, 23, 29, 29, 31};
   spec.seed = 5;
   const size_t unshared = expected_unshared_bytes(spec);
-  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(), unshared);
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).stats().weight_bytes, unshared);
 
   // Groups of 2 layers share q/k/v and gate/up first factors: the packed first
   // factors of 2 of the 4 layers are not uploaded again.
   spec.share_group = 2;
   const testing::Ranks& r = spec.ranks;
   const size_t saved = 2 * 2 * (r.q + r.k + r.v + r.gate + r.up) * pad8(spec.config.hidden);
-  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(), unshared - saved);
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).stats().weight_bytes, unshared - saved);
 
   // A tied lm_head is the embedding's upload when hidden is a multiple of 8.
   spec.share_group = 1;
   spec.config = testing::small_config(200, 300, 4, 4, 2, 64, 211);
   const size_t untied = expected_unshared_bytes(spec);
   spec.config.tied_embeddings = true;
-  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).weight_bytes(),
+  EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).stats().weight_bytes,
             untied - size_t{2} * 211 * 200);
+}
+
+// ---- Graph modes and synthetic models ----
+
+TEST(CudaExecutorGraphs, EveryModeGivesTheSameLogits) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Model m = testing::random_model(cases()[2].spec);
+  std::vector<std::vector<float>> runs;
+  for (GraphMode mode : {GraphMode::none, GraphMode::layer, GraphMode::model}) {
+    CudaExecutor gpu(m, 16, CudaOptions{ElementType::BF16, mode});
+    std::vector<float> logits, all;
+    for (int pos = 0; pos < 10; ++pos) {
+      const int32_t token = (pos * 29 + 3) % m.config.vocab;
+      gpu.forward({&token, 1}, pos, false, logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    const ExecutorStats st = gpu.stats();
+    EXPECT_GT(st.kernels_per_token, 4 * m.config.n_layers);
+    const int launches[] = {st.kernels_per_token + 3, m.config.n_layers + 2, 1};
+    EXPECT_EQ(st.launches_per_token, launches[static_cast<int>(mode)]) << graph_mode_name(mode);
+    EXPECT_EQ(st.capture_ms > 0, mode != GraphMode::none);
+    runs.push_back(std::move(all));
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+}
+
+// Weights generated on the device are the host synthetic model's, bit for bit:
+// the same logits from both, and within bf16 tolerance of the CPU.
+TEST(CudaExecutorSynthetic, DeviceBuiltModelEqualsUploadedHostModel) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  for (double keep : {0.4, 1.0}) {
+    SyntheticSpec spec;
+    spec.name = "test";
+    spec.config = testing::small_config(264, 520, 3, 6, 2, 128, 301);
+    spec.keep = keep;
+    spec.seed = 9;
+    const Model host = make_synthetic_model(spec);
+    CudaExecutor built(std::make_shared<const DeviceModel>(spec), 12), uploaded(host, 12);
+    CpuExecutor cpu(host, 12, 0);
+    EXPECT_EQ(built.stats().weight_bytes, uploaded.stats().weight_bytes);
+    const std::vector<int32_t> prompt{1, 100, 300, 42};
+    std::vector<float> a, b, c;
+    built.forward(prompt, 0, true, a);
+    uploaded.forward(prompt, 0, true, b);
+    cpu.forward(prompt, 0, true, c);
+    EXPECT_EQ(a, b) << "keep " << keep;
+    EXPECT_LT(relative_error(a, c), kLogitTolerance) << "keep " << keep;
+  }
 }
 
 // ---- Errors ----

@@ -1,5 +1,6 @@
 // The CUDA GEMVs against a double-precision CPU twin on odd shapes, every
-// epilogue, with and without split-K. Skips when no GPU is present.
+// epilogue, with and without split-K, for bf16 and fp32 weights. Skips when no
+// GPU is present.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/gemv.h"
@@ -24,40 +25,59 @@ namespace fsvd::cuda {
 namespace {
 
 constexpr uint16_t kBf16NaN = 0x7fc0;
-// fp32 accumulation of exactly the values the reference uses: only rounding
-// differs, ~1e-7 relative; a lost, doubled or misplaced term is >= 1e-3.
+// fp32 accumulation of exactly the values the reference uses (whichever the
+// weight type): only rounding differs, ~1e-7 relative; a lost, doubled or
+// misplaced term is >= 1e-3.
 constexpr double kTolerance = 1e-5;
 // silu(a) has relative condition |1 + a (1 - sigmoid(a))|, up to ~|a| ~ 100
 // for these widths, so the same rounding can show 100x larger after it.
 constexpr double kSiluTolerance = 1e-4;
+
+const ElementType kTypes[] = {ElementType::BF16, ElementType::F32};
+
+std::string type_name(ElementType t) { return t == ElementType::F32 ? "fp32" : "bf16"; }
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 bool have_gpu() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-// W [rows, cols] rounded to bf16, stored with row stride ld = cols rounded up
-// to 8 as the upload contract asks; the padding is NaN, so any use of it shows.
+// W [rows, cols] of `type` (random fp32 values, rounded for bf16), stored with
+// the smallest row stride the upload contract allows (cols rounded up to 8
+// bf16 or 4 fp32 values); the padding is NaN, so any use of it shows.
 struct TestMatrix {
   int64_t rows, cols, ld;
-  std::vector<double> values;  // [rows, cols], the rounded weights
-  DeviceBuffer<uint16_t> device;
+  ElementType type;
+  std::vector<double> values;  // [rows, cols], the weights as stored
+  DeviceBuffer<uint16_t> bf16;
+  DeviceBuffer<float> f32;
 
-  TestMatrix(int64_t r, int64_t c, uint64_t seed) : rows(r), cols(c), ld((c + 7) / 8 * 8) {
+  TestMatrix(int64_t r, int64_t c, uint64_t seed, ElementType t)
+      : rows(r), cols(c), ld(round_up(c, values_per_16_bytes(t))), type(t) {
     const std::vector<float> v = testing::random_normal(r * c, seed);
-    std::vector<uint16_t> bits(r * ld, kBf16NaN);
+    std::vector<uint16_t> bits(t == ElementType::BF16 ? r * ld : 0, kBf16NaN);
+    std::vector<float> full(t == ElementType::F32 ? r * ld : 0, std::numeric_limits<float>::quiet_NaN());
     values.resize(r * c);
     for (int64_t i = 0; i < r; ++i)
       for (int64_t j = 0; j < c; ++j) {
-        bits[i * ld + j] = f32_to_bf16(v[i * c + j]);
-        values[i * c + j] = bf16_to_f32(bits[i * ld + j]);
+        if (t == ElementType::BF16) {
+          bits[i * ld + j] = f32_to_bf16(v[i * c + j]);
+          values[i * c + j] = bf16_to_f32(bits[i * ld + j]);
+        } else {
+          values[i * c + j] = full[i * ld + j] = v[i * c + j];
+        }
       }
-    device = DeviceBuffer<uint16_t>(bits.size());
-    device.upload(bits);
+    bf16 = DeviceBuffer<uint16_t>(bits.size());
+    bf16.upload(bits);
+    f32 = DeviceBuffer<float>(full.size());
+    f32.upload(full);
   }
   // The first n rows as a device matrix.
-  Bf16Matrix view(int64_t n) const {
-    return {reinterpret_cast<const __nv_bfloat16*>(device.data()), n, cols, ld};
+  DeviceMatrix view(int64_t n) const {
+    const void* data = type == ElementType::F32 ? static_cast<const void*>(f32.data()) : bf16.data();
+    return {data, n, cols, ld, type};
   }
   // W[row0 .. row0 + n) · x in double.
   std::vector<double> times(int64_t row0, int64_t n, const std::vector<float>& x) const {
@@ -120,14 +140,19 @@ class CudaGemv : public ::testing::Test {
   }
 };
 
+// The tests that run a GEMV, for each weight type.
+class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<ElementType> {};
+
 // Automatic choice, no split, an odd split with few warps, and the most splits.
 const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}};
 
-TEST_F(CudaGemv, EveryEpilogueMatchesDoubleReferenceOnOddShapes) {
+TEST_P(CudaGemvTyped, EveryEpilogueMatchesDoubleReferenceOnOddShapes) {
+  const ElementType type = GetParam();
   uint64_t seed = 100;
+  double worst = 0;  // of the plain and residual GEMVs, reported in the test's properties
   for (int64_t rows : {1, 7, 129, 1000}) {
     for (int64_t cols : {1, 8, 1491, 4096, 11008}) {
-      const TestMatrix w(2 * rows, cols, ++seed);  // gate rows then up rows
+      const TestMatrix w(2 * rows, cols, ++seed, type);  // gate rows then up rows
       DeviceBuffer<float> y(rows);
       for (bool x_bf16 : {false, true}) {
         const TestVec xg(cols, ++seed, x_bf16), xu(cols, ++seed, x_bf16);
@@ -144,11 +169,14 @@ TEST_F(CudaGemv, EveryEpilogueMatchesDoubleReferenceOnOddShapes) {
                        (x_bf16 ? "bf16 " : "fp32 ") + describe(cfg));
           poison_nan(y);
           gemv(w.view(rows), xg.dev(), y.data(), nullptr, cfg);
-          EXPECT_LT(relative_error(y.download(), gate), kTolerance) << "plain";
+          const double plain = relative_error(y.download(), gate);
+          EXPECT_LT(plain, kTolerance) << "plain";
 
           y.upload(resid);
           gemv_residual(w.view(rows), xg.dev(), y.data(), nullptr, cfg);
-          EXPECT_LT(relative_error(y.download(), want_resid), kTolerance) << "residual";
+          const double residual = relative_error(y.download(), want_resid);
+          EXPECT_LT(residual, kTolerance) << "residual";
+          worst = std::max({worst, plain, residual});
 
           poison_nan(y);
           gemv_silu_mul(w.view(2 * rows), xg.dev(), xu.dev(), y.data(), nullptr, cfg);
@@ -157,13 +185,16 @@ TEST_F(CudaGemv, EveryEpilogueMatchesDoubleReferenceOnOddShapes) {
       }
     }
   }
+  RecordProperty("worst_rel_error", ::testing::PrintToString(worst));
 }
 
-TEST_F(CudaGemv, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
+TEST_P(CudaGemvTyped, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
+  const ElementType type = GetParam();
   uint64_t seed = 200;
+  double worst = 0;
   for (int64_t rows : {1, 7, 129, 1000}) {
     for (int64_t cols : {1, 8, 1491, 4096, 8192}) {
-      const TestMatrix w(rows, cols, ++seed);
+      const TestMatrix w(rows, cols, ++seed, type);
       const TestVec x(cols, ++seed, false);
       std::vector<float> gain = testing::random_normal(cols, ++seed, 0.2f);
       for (float& g : gain) g += 1.0f;
@@ -178,16 +209,20 @@ TEST_F(CudaGemv, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
                      describe(cfg));
         poison_nan(y);
         rmsnorm_gemv(w.view(rows), x.f32.data(), gain_dev.data(), eps, y.data(), nullptr, cfg);
-        EXPECT_LT(relative_error(y.download(), want), kTolerance);
+        const double err = relative_error(y.download(), want);
+        EXPECT_LT(err, kTolerance);
+        worst = std::max(worst, err);
       }
     }
   }
+  RecordProperty("worst_rel_error", ::testing::PrintToString(worst));
 }
 
 // The split-K reduction adds the slices' partials in a fixed order, so
 // repeated launches and graph replays give identical bits.
-TEST_F(CudaGemv, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
-  const TestMatrix w(1000, 4096, 300);
+TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
+  const ElementType type = GetParam();
+  const TestMatrix w(1000, 4096, 300, type);
   const TestVec x(4096, 301, false);
   const std::vector<double> want = w.times(0, 1000, x.values);
   DeviceBuffer<float> y(1000);
@@ -221,8 +256,9 @@ TEST_F(CudaGemv, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
 // With early_weights a GEMV starts before the previous kernel ends; it must
 // still read that kernel's output only once it is complete. The input is
 // poisoned before every run, so an early read shows as NaN.
-TEST_F(CudaGemv, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
-  const TestMatrix w1(1000, 11008, 400), w2(129, 1000, 401);
+TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
+  const ElementType type = GetParam();
+  const TestMatrix w1(1000, 11008, 400, type), w2(129, 1000, 401, type);
   const TestVec x(11008, 402, false);
   DeviceBuffer<float> t(1000), y(129);
   cudaStream_t stream = nullptr;
@@ -255,6 +291,9 @@ TEST_F(CudaGemv, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+INSTANTIATE_TEST_SUITE_P(Weights, CudaGemvTyped, ::testing::ValuesIn(kTypes),
+                         [](const auto& info) { return type_name(info.param); });
+
 void expect_error(const std::function<void()>& call, const std::string& needle) {
   try {
     call();
@@ -269,9 +308,14 @@ TEST_F(CudaGemv, RejectsLayoutsItCannotRead) {
   DeviceBuffer<float> x(64), y(64);
   const auto* base = reinterpret_cast<const __nv_bfloat16*>(buf.data());
   const DeviceVec xv = DeviceVec::f32(x.data());
+  constexpr ElementType kF32 = ElementType::F32;
   expect_error([&] { gemv({base, 16, 12, 12}, xv, y.data(), nullptr); }, "row stride 12");
   expect_error([&] { gemv({base, 16, 24, 16}, xv, y.data(), nullptr); }, "row stride 16");
+  expect_error([&] { gemv({base, 16, 10, 10, kF32}, xv, y.data(), nullptr); }, "row stride 10");
+  expect_error([&] { gemv({base, 16, 16, 12, kF32}, xv, y.data(), nullptr); }, "row stride 12");
   expect_error([&] { gemv({base + 1, 16, 16, 16}, xv, y.data(), nullptr); }, "16-byte aligned");
+  expect_error([&] { gemv({base + 2, 8, 16, 16, kF32}, xv, y.data(), nullptr); }, "16-byte aligned");
+  expect_error([&] { gemv({base, 1, 40000, 40000, kF32}, xv, y.data(), nullptr); }, "too large");
   expect_error([&] { gemv({base, 1, 40000, 40000}, xv, y.data(), nullptr); }, "too large");
   expect_error([&] { gemv_silu_mul({base, 7, 16, 16}, xv, xv, y.data(), nullptr); }, "odd");
   expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data(), nullptr, 1e-5f, y.data(), nullptr); },
@@ -284,30 +328,35 @@ TEST_F(CudaGemv, RejectsLayoutsItCannotRead) {
 
 // Launch-shape invariants, checked without a GPU.
 TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
-  for (bool pairs : {false, true})
-    for (int64_t rows : {2, 14, 258, 2000, 22016})
-      for (int64_t cols : {1, 8, 9, 1491, 4096, 11008, 32768})
-        for (GemvConfig cfg : kConfigs) {
-          const GemvPlan p = plan_gemv(rows, cols, pairs, cfg, 132);
-          SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols) + " " +
-                       describe(cfg));
-          const int64_t outputs = pairs ? rows / 2 : rows;
-          EXPECT_GE(int64_t{p.tiles} * p.warps * (pairs ? 2 : 4), outputs);
-          EXPECT_LT(int64_t{p.tiles - 1} * p.warps * (pairs ? 2 : 4), outputs);
-          EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
-          EXPECT_LT(int64_t{p.splits - 1} * p.chunk_cols, cols);
-          EXPECT_LE(p.chunk_cols, 4096);
-          EXPECT_EQ(p.chunk_cols % 8, 0);
-          // Never more slices than asked, unless the shared-memory cap forces them.
-          if (cfg.splits > 0) {
-            EXPECT_LE(p.splits, std::max<int64_t>(cfg.splits, (cols + 4095) / 4096));
+  for (ElementType type : kTypes) {
+    for (bool pairs : {false, true})
+      for (int64_t rows : {2, 14, 258, 2000, 22016})
+        for (int64_t cols : {1, 8, 9, 1491, 4096, 11008, 32768})
+          for (GemvConfig cfg : kConfigs) {
+            const GemvPlan p = plan_gemv(rows, cols, pairs, cfg, 132, type);
+            SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
+                         std::to_string(cols) + " " + describe(cfg));
+            const int64_t outputs = pairs ? rows / 2 : rows;
+            EXPECT_GE(int64_t{p.tiles} * p.warps * (pairs ? 2 : 4), outputs);
+            EXPECT_LT(int64_t{p.tiles - 1} * p.warps * (pairs ? 2 : 4), outputs);
+            EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
+            EXPECT_LT(int64_t{p.splits - 1} * p.chunk_cols, cols);
+            EXPECT_LE(p.chunk_cols, 4096);
+            EXPECT_EQ(p.chunk_cols % values_per_16_bytes(type), 0);
+            // Never more slices than asked, unless the shared-memory cap forces them.
+            if (cfg.splits > 0) {
+              EXPECT_LE(p.splits, std::max<int64_t>(cfg.splits, (cols + 4095) / 4096));
+            }
           }
-        }
-  // Few rows, many columns: the launcher splits so every SM gets work.
-  const GemvPlan narrow = plan_gemv(1024, 4096, false, {}, 132);
-  EXPECT_GT(narrow.splits, 1);
-  EXPECT_GE(narrow.tiles * narrow.splits, 132);
-  EXPECT_EQ(narrow.chunk_cols % 256, 0);
+  }
+  // Few rows, many columns: the launcher splits so every SM gets work, in
+  // slices of whole 512-byte warp steps.
+  for (ElementType type : kTypes) {
+    const GemvPlan narrow = plan_gemv(1024, 4096, false, {}, 132, type);
+    EXPECT_GT(narrow.splits, 1);
+    EXPECT_GE(narrow.tiles * narrow.splits, 132);
+    EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
+  }
 }
 
 }  // namespace

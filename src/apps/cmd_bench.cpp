@@ -1,0 +1,160 @@
+// flashsvd bench: prefill and decode speed of one model (a checkpoint or a
+// synthetic architecture) over a grid of prompt lengths and graph modes.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "apps/commands.h"
+#include "apps/executor_choice.h"
+#include "apps/model_flags.h"
+#include "apps/session.h"
+#include "core/error.h"
+#include "model/synthetic.h"
+
+namespace fsvd {
+namespace {
+
+struct BenchFlags {
+  std::string synthetic;
+  double ratio = 0.5;
+  std::vector<int> prompts{512};
+  int gen = 128;
+  std::vector<std::string> modes;  // empty: --graph
+  int repeat = 3;
+  bool json = false;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int32_t argmax(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// One setting: prefill `prompt` random tokens (best of `repeat`), then greedy
+// decode `gen` tokens; the first decode step (graph capture) is timed apart.
+nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, ex.vocab_size() - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+  for (int32_t& t : tokens) t = pick(rng);
+  std::vector<float> logits;
+  double prefill_ms = 1e300;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    ex.forward(tokens, 0, false, logits);
+    prefill_ms = std::min(prefill_ms, ms_since(start));
+  }
+  const auto decode_start = std::chrono::steady_clock::now();
+  int32_t next = argmax(logits);
+  double first_ms = 0;
+  for (int i = 0; i < gen; ++i) {
+    const auto step = std::chrono::steady_clock::now();
+    ex.forward({&next, 1}, prompt + i, false, logits);
+    if (i == 0) first_ms = ms_since(step);
+    next = argmax(logits);
+  }
+  const double decode_total = ms_since(decode_start);
+  const double per_token = gen > 1 ? (decode_total - first_ms) / (gen - 1) : first_ms;
+  const ExecutorStats st = ex.stats();
+  return {{"prompt", prompt},
+          {"gen", gen},
+          {"prefill_ms", prefill_ms},
+          {"prefill_tokens_per_s", prompt / prefill_ms * 1e3},
+          {"first_decode_ms", first_ms},
+          {"decode_ms_per_token", per_token},
+          {"decode_tokens_per_s", 1e3 / per_token},
+          {"end_to_end_s", (prefill_ms + decode_total) / 1e3},
+          {"device", st.device},
+          {"kernels_per_token", st.kernels_per_token},
+          {"launches_per_token", st.launches_per_token},
+          {"capture_ms", st.capture_ms},
+          {"weight_bytes", st.weight_bytes},
+          {"kv_cache_bytes", st.cache_bytes},
+          {"device_used_bytes", st.device_used_bytes}};
+}
+
+void print_table(const std::vector<nlohmann::json>& rows) {
+  std::printf("%-6s %7s %5s %11s %10s %9s %8s %8s %9s %9s %9s\n", "graph", "prompt", "gen", "prefill ms",
+              "decode ms", "tok/s", "kernels", "launches", "capture", "weights", "kv");
+  for (const nlohmann::json& r : rows)
+    std::printf("%-6s %7d %5d %11.2f %10.3f %9.1f %8d %8d %8.1fms %8.2fG %8.2fG\n",
+                r["graph"].get<std::string>().c_str(), r["prompt"].get<int>(), r["gen"].get<int>(),
+                r["prefill_ms"].get<double>(), r["decode_ms_per_token"].get<double>(),
+                r["decode_tokens_per_s"].get<double>(), r["kernels_per_token"].get<int>(),
+                r["launches_per_token"].get<int>(), r["capture_ms"].get<double>(),
+                r["weight_bytes"].get<double>() / (1 << 30), r["kv_cache_bytes"].get<double>() / (1 << 30));
+}
+
+void run(const ModelFlags& mf, const BenchFlags& f) {
+  check(f.gen >= 1, "--gen", "must be at least 1");
+  std::vector<std::string> modes = f.modes.empty() ? std::vector<std::string>{mf.graph} : f.modes;
+  // The model: a checkpoint loaded once, or a synthetic spec built per executor.
+  Session session;
+  SyntheticSpec spec;
+  std::string name;
+  if (!f.synthetic.empty()) {
+    check(mf.model.empty(), "--synthetic", "give either --synthetic or -m, not both");
+    spec = synthetic_spec(f.synthetic, f.ratio);
+    name = f.synthetic;
+  } else {
+    session = open_session(mf, false);
+    name = session.model.source;
+  }
+  std::vector<nlohmann::json> rows;
+  for (int prompt : f.prompts) {
+    check(prompt >= 1, "--prompt", "prompt lengths must be positive, got ", prompt);
+    for (const std::string& mode : modes) {
+      ModelFlags flags = mf;
+      flags.graph = mode;
+      const int context = prompt + f.gen;
+      std::fprintf(stderr, "bench: %s graph=%s prompt=%d gen=%d\n", name.c_str(), mode.c_str(), prompt, f.gen);
+      const auto executor = f.synthetic.empty() ? make_executor(session.model, flags, context)
+                                                : make_synthetic_executor(spec, flags, context);
+      nlohmann::json row = run_one(*executor, prompt, f.gen, f.repeat);
+      row["model"] = name;
+      row["graph"] = mode;
+      row["precision"] = mf.precision;
+      if (!f.synthetic.empty()) row["ratio"] = f.ratio;
+      rows.push_back(std::move(row));
+    }
+  }
+  if (f.json) {
+    std::printf("%s\n", nlohmann::json(rows).dump(2).c_str());
+  } else {
+    std::printf("%s on %s\n", name.c_str(), rows.front()["device"].get<std::string>().c_str());
+    print_table(rows);
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Measure prefill and decode speed over prompt lengths and graph modes");
+  auto mf = add_model_flags(*cmd, true);
+  auto f = std::make_shared<BenchFlags>();
+  cmd->add_option("--synthetic", f->synthetic, "Random weights of a known architecture instead of -m (" +
+                                                   [] {
+                                                     std::string s;
+                                                     for (const std::string& n : synthetic_names())
+                                                       s += (s.empty() ? "" : ", ") + n;
+                                                     return s;
+                                                   }() + ")");
+  cmd->add_option("--ratio", f->ratio, "Kept parameter ratio of the synthetic model's linears (1: dense)")
+      ->check(CLI::Range(1e-3, 1.0));
+  cmd->add_option("--prompt", f->prompts, "Prompt lengths (comma-separated)")->delimiter(',');
+  cmd->add_option("--gen", f->gen, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--modes", f->modes, "Graph modes to compare (comma-separated; default: --graph)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "layer", "model"}));
+  cmd->add_option("--repeat", f->repeat, "Prefill repetitions (the fastest counts)")->check(CLI::Range(1, 100));
+  cmd->add_flag("--json", f->json, "Print the results as JSON instead of a table");
+  cmd->callback([mf, f] { run(*mf, *f); });
+}
+
+}  // namespace fsvd

@@ -1,0 +1,24 @@
+#pragma once
+// How the decode path stores weights and KV caches on the device. bf16 is the
+// serving format (decode is memory-bound, so half the bytes is nearly half the
+// time); fp32 keeps the host values exactly, for checks against the CPU
+// backend. C++17 (included by .cu files).
+#include <cstdint>
+
+namespace fsvd::cuda {
+
+enum class ElementType : uint8_t { BF16, F32 };
+
+constexpr int64_t element_bytes(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
+
+// Values per 16-byte load, the unit in which the kernels stream rows.
+constexpr int64_t values_per_16_bytes(ElementType t) { return 16 / element_bytes(t); }
+
+// A row-major device matrix [rows, cols] of `type` values, row stride ld.
+struct DeviceMatrix {
+  const void* data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;  // ld: row stride in elements
+  ElementType type = ElementType::BF16;
+};
+
+}  // namespace fsvd::cuda

@@ -1,0 +1,161 @@
+#include "backends/cuda/prefill.h"
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/prefill_attention.h"
+#include "backends/cuda/row_ops.h"
+#include "backends/cuda/small_ops.h"
+#include "core/error.h"
+
+namespace fsvd::cuda {
+namespace {
+
+constexpr const char* kWhere = "Prefill";
+
+// Row strides of intermediates are rounded up to 8 elements (16 bytes of
+// bf16) so cuBLAS can use its vectorized kernels for any rank.
+int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
+
+// Grows `b` to at least n elements (contents are not kept).
+template <typename T>
+void grow(DeviceBuffer<T>& b, int64_t n) {
+  if (b.size() < static_cast<size_t>(n)) b = DeviceBuffer<T>(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+Prefill::Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream)
+    : weights_(weights), inv_freq_(inv_freq), stream_(stream), gemm_(stream) {
+  check(weights.type() == ElementType::BF16, kWhere, "the prefill path needs bf16 weights");
+  int64_t packed = 1, rank = 1;
+  auto rank_of = [](const DeviceLinear& l) { return l.low_rank() ? l.first.rows : 1; };
+  rank = rank_of(weights.lm_head());
+  for (const DeviceLayer& l : weights.layers()) {
+    packed = std::max({packed, l.qkv.first.rows, l.gate_up.first.rows});
+    rank = std::max({rank, rank_of(l.o), rank_of(l.down)});
+  }
+  packed_ld_ = round_up8(packed);
+  rank_ld_ = round_up8(rank);
+}
+
+void Prefill::reserve(int64_t n) {
+  if (n <= rows_) return;
+  const ModelConfig& c = weights_.config();
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  grow(tokens_, n);
+  grow(x_, n * c.hidden);
+  grow(normed_, n * c.hidden);
+  grow(packed_, n * packed_ld_);
+  grow(q_, n * q_dim);
+  grow(k_, n * kv_dim);
+  grow(v_, n * kv_dim);
+  grow(gate_, n * c.intermediate);
+  grow(up_, n * c.intermediate);
+  grow(hb_, n * c.hidden);
+  grow(packed_b_, n * packed_ld_);
+  grow(q_b_, n * q_dim);
+  grow(att_b_, n * q_dim);
+  grow(rank_b_, n * rank_ld_);
+  grow(act_b_, n * c.intermediate);
+  rows_ = n;
+}
+
+void Prefill::norm_rows(const float* gain, int64_t n) {
+  const ModelConfig& c = weights_.config();
+  rmsnorm(x_.data(), gain, n, c.hidden, c.rms_eps, normed_.data(), stream_);
+  to_bf16(normed_.data(), c.hidden, n, c.hidden, hb_.data(), c.hidden, stream_);
+}
+
+void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y,
+                     bool accumulate) {
+  const int64_t out = l.out();
+  if (l.low_rank()) {
+    gemm_.run(l.first, x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16);
+    gemm_.run(l.second, rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate);
+  } else {
+    gemm_.run(l.first, x, ldx, n, y, out, ElementType::F32, accumulate);
+  }
+  if (l.bias) add_bias(y, out, l.bias, n, out, stream_);
+}
+
+void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
+  const ModelConfig& c = weights_.config();
+  const DeviceLayer& l = weights_.layers()[index];
+  const int64_t ld = packed_ld_;
+  // One packed part's output rows: the second factor applied to its slice of
+  // the packed output (read in bf16), or the slice itself when dense.
+  struct Rows {
+    float* p;
+    int64_t ld;
+  };
+  auto part_rows = [&](const DevicePacked::Part& part, float* scratch) {
+    Rows r{packed_.data() + part.offset, ld};
+    if (part.second.data) {
+      gemm_.run(part.second, packed_b_.data() + part.offset, ld, n, scratch, part.second.rows, ElementType::F32);
+      r = {scratch, part.second.rows};
+    }
+    const int64_t cols = part.second.data ? part.second.rows : part.rows;
+    if (part.bias) add_bias(r.p, r.ld, part.bias, n, cols, stream_);
+    return r;
+  };
+  auto packed_first = [&](const DevicePacked& p) {
+    gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
+    if (std::any_of(p.parts.begin(), p.parts.end(), [](const auto& part) { return part.second.data; }))
+      to_bf16(packed_.data(), ld, n, p.first.rows, packed_b_.data(), ld, stream_);
+  };
+
+  // Attention block.
+  norm_rows(l.attn_norm, n);
+  packed_first(l.qkv);
+  const Rows q = part_rows(l.qkv.parts[0], q_.data());
+  const Rows k = part_rows(l.qkv.parts[1], k_.data());
+  const Rows v = part_rows(l.qkv.parts[2], v_.data());
+  const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
+  rope_store_kv_rows(q.p, q.ld, k.p, k.ld, v.p, v.ld, inv_freq_, pos, static_cast<int>(n), heads, cache,
+                     q_b_.data(), stream_);
+  prefill_attention(q_b_.data(), cache, pos, static_cast<int>(n), heads, att_b_.data(), stream_);
+  linear(l.o, att_b_.data(), int64_t{c.n_heads} * c.head_dim, n, x_.data(), true);
+
+  // MLP block.
+  norm_rows(l.mlp_norm, n);
+  const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
+  if (l.gate_up_second.data) {
+    gemm_.run(l.gate_up.first, hb_.data(), c.hidden, n, packed_b_.data(), ld, ElementType::BF16);
+    const int64_t inter = c.intermediate;
+    gemm_.run(row_slice(l.gate_up_second, 0, inter), packed_b_.data() + gate.offset, ld, n, gate_.data(), inter,
+              ElementType::F32);
+    gemm_.run(row_slice(l.gate_up_second, inter, 2 * inter), packed_b_.data() + up.offset, ld, n, up_.data(),
+              inter, ElementType::F32);
+    silu_mul(gate_.data(), inter, up_.data(), inter, n, inter, act_b_.data(), ElementType::BF16, stream_);
+  } else {
+    packed_first(l.gate_up);
+    const Rows g = part_rows(gate, gate_.data());
+    const Rows u = part_rows(up, up_.data());
+    silu_mul(g.p, g.ld, u.p, u.ld, n, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
+  }
+  linear(l.down, act_b_.data(), c.intermediate, n, x_.data(), true);
+}
+
+void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  check(n >= 1 && n <= max_rows(), kWhere, "chunk of ", n, " tokens (1..", max_rows(), ")");
+  check(caches.size() == weights_.layers().size(), kWhere, caches.size(), " caches for ",
+        weights_.layers().size(), " layers");
+  reserve(n);
+  FSVD_CUDA_CHECK(cudaMemcpyAsync(tokens_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice,
+                                  stream_));
+  embedding_lookup(weights_.embed(), tokens_.data(), n, x_.data(), stream_);
+  for (size_t i = 0; i < caches.size(); ++i) layer(static_cast<int>(i), pos, n, caches[i]);
+}
+
+const float* Prefill::logits(int64_t n) {
+  check(n >= 1 && n <= rows_, kWhere, "logits of ", n, " rows after a chunk of ", rows_);
+  const ModelConfig& c = weights_.config();
+  grow(logits_, n * c.vocab);
+  norm_rows(weights_.final_norm(), n);
+  linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false);
+  return logits_.data();
+}
+
+}  // namespace fsvd::cuda

@@ -1,0 +1,55 @@
+#pragma once
+// The prompt path of the GPU backend: a chunk of n tokens through every layer
+// at once — cuBLAS GEMMs for the factor chains, RoPE + KV-cache store for all
+// rows in one launch, causal flash attention over the cache. bf16 weights only
+// (the fp32 mode runs prompts through the decode step).
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backends/cuda/device_buffer.h"
+#include "backends/cuda/device_model.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/kv_cache.h"
+
+namespace fsvd::cuda {
+
+class Prefill {
+ public:
+  // `inv_freq`: the RoPE frequencies on the device (head_dim / 2).
+  Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream);
+
+  // Runs tokens at positions [pos, pos + n) (n at most max_rows()), filling
+  // caches[l] rows [pos, pos + n) for every layer. The final hidden states
+  // (before the final norm) are left in hidden(): [n, hidden] fp32. Enqueued
+  // on the stream, not synchronized.
+  void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches);
+  // Logits [n, vocab] fp32 (device memory owned here) of the rows of the last
+  // run; enqueued, not synchronized.
+  const float* logits(int64_t n);
+  const float* hidden() const { return x_.data(); }
+  static constexpr int64_t max_rows() { return 4096; }
+
+ private:
+  void reserve(int64_t n);
+  void layer(int index, int pos, int64_t n, const KvCacheLayer& cache);
+  // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
+  void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
+  // hb_ = bf16(rmsnorm(x_)) with gain `gain`.
+  void norm_rows(const float* gain, int64_t n);
+
+  const DeviceModel& weights_;
+  const float* inv_freq_;
+  cudaStream_t stream_;
+  Gemm gemm_;
+  int64_t rows_ = 0;  // capacity of the buffers, in tokens
+  DeviceBuffer<int32_t> tokens_;
+  int64_t packed_ld_ = 0, rank_ld_ = 0;  // row strides of packed_ / packed_b_ and rank_b_
+  DeviceBuffer<float> x_, normed_, packed_, q_, k_, v_, gate_, up_, logits_;
+  DeviceBuffer<__nv_bfloat16> hb_, packed_b_, q_b_, att_b_, rank_b_, act_b_;
+};
+
+}  // namespace fsvd::cuda

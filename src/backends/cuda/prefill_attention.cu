@@ -1,0 +1,531 @@
+// Prefill attention and its RoPE + KV-store epilogue (see prefill_attention.h).
+//
+// rope_store_kv_rows: one thread per (token, 4 rotation pairs), 16-byte
+// loads (one pair a thread where rows are not 16-byte aligned). The angles
+// are computed once and serve every q and kv head of the token; the
+// rotation rounds exactly as rope_store_kv does, so the cache rows match
+// decode bitwise.
+//
+// prefill_attention: FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
+// fp32 accumulate). A CTA is (query head, tile of 128 queries) with 4 warps
+// of 32 query rows; each warp's two m16 tiles share every K and V fragment
+// it loads, which halves shared-memory reads per flop against 16 rows a warp
+// (short prompts, whose 128-query tiles would not fill one wave, take
+// 64-query tiles instead). Q stays in shared memory; K and V tiles stream
+// through one buffer each with cp.async: V_j's copy overlaps S = Q K_j^T,
+// K_{j+1}'s overlaps the softmax and O += P V_j (two CTAs an SM hide the
+// rest). Rows past the valid length are zero-filled, never read. Rows of 16-
+// byte chunks are XOR-swizzled by row % 8, so both the cp.async stores and
+// the ldmatrix reads of 8 rows hit distinct banks. The online softmax runs in
+// registers in the log2 domain (scale folded into one FMA before ex2); only
+// tiles that cross the diagonal are masked, tiles above it are never loaded,
+// and warps whose rows all precede a tile skip its math. The grid runs the
+// latest (heaviest) query tiles first, and the query heads of one kv head
+// side by side so their K/V tiles come from L2.
+#include "backends/cuda/prefill_attention.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace fsvd::cuda {
+namespace {
+
+// Two floats as bf16x2 (round to nearest even), the first in the low half.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// ---------------------------------------------------------------- RoPE + store
+
+constexpr int kRopeThreads = 256;
+
+struct RopeParams {
+  const float* q;
+  const float* k;
+  const float* v;
+  const float* inv_freq;
+  int64_t ldq, ldk, ldv;
+  __nv_bfloat16* q_out;
+  __nv_bfloat16* k_cache;
+  __nv_bfloat16* v_cache;
+  int pos, n, n_heads, n_kv_heads, head_dim;
+};
+
+// kVec consecutive fp32 values: one 16-byte load when kVec is 4.
+template <int kVec>
+__device__ __forceinline__ void load_floats(const float* p, float (&x)[kVec]) {
+  if constexpr (kVec == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(p);
+    x[0] = f.x, x[1] = f.y, x[2] = f.z, x[3] = f.w;
+  } else {
+    x[0] = *p;
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void store_bf16(__nv_bfloat16* p, const float (&x)[kVec]) {
+  if constexpr (kVec == 4) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16(x[0], x[1]), pack_bf16(x[2], x[3]));
+  } else {
+    *p = __float2bfloat16_rn(x[0]);
+  }
+}
+
+// Rotates the pairs (j0 + e, j0 + e + half), e < kVec, of one head and stores
+// them as bf16. The roundings are spelled out: they are the ones nvcc 13.0
+// gives rope_store_kv's `a * c - b * s` and `b * c + a * s` (read off its
+// SASS: one product rounded, the other fused), so the two kernels agree
+// bitwise whatever the contraction here would have picked; the bitwise test
+// holds them together.
+template <int kVec>
+__device__ __forceinline__ void rotate_store(const float* x, __nv_bfloat16* out, int half,
+                                             const float (&s)[kVec], const float (&c)[kVec]) {
+  float a[kVec], b[kVec], ra[kVec], rb[kVec];
+  load_floats(x, a);
+  load_floats(x + half, b);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    ra[e] = __fmaf_rn(a[e], c[e], -__fmul_rn(b[e], s[e]));
+    rb[e] = __fmaf_rn(a[e], s[e], __fmul_rn(b[e], c[e]));
+  }
+  store_bf16(out, ra);
+  store_bf16(out + half, rb);
+}
+
+// One thread per (token, kVec consecutive rotation pairs): the angles are
+// computed once and serve every q and kv head of the token.
+template <int kVec>
+__global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const RopeParams p) {
+  const int half = p.head_dim / 2, groups = half / kVec;
+  const int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (t >= int64_t{p.n} * groups) return;
+  const int i = static_cast<int>(t / groups), j0 = static_cast<int>(t % groups) * kVec;
+  const int pos = p.pos + i;
+  float s[kVec], c[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    sincosf(static_cast<float>(pos) * p.inv_freq[j0 + e], &s[e], &c[e]);
+  const float* q = p.q + i * p.ldq + j0;
+  __nv_bfloat16* qo = p.q_out + int64_t{i} * p.n_heads * p.head_dim + j0;
+#pragma unroll 4
+  for (int h = 0; h < p.n_heads; ++h)
+    rotate_store(q + h * p.head_dim, qo + h * p.head_dim, half, s, c);
+  const int64_t kv_dim = int64_t{p.n_kv_heads} * p.head_dim;
+  const float* k = p.k + i * p.ldk + j0;
+  const float* v = p.v + i * p.ldv + j0;
+  __nv_bfloat16* krow = p.k_cache + pos * kv_dim + j0;
+  __nv_bfloat16* vrow = p.v_cache + pos * kv_dim + j0;
+#pragma unroll 4
+  for (int h = 0; h < p.n_kv_heads; ++h) {
+    const int e = h * p.head_dim;
+    rotate_store(k + e, krow + e, half, s, c);
+    float x[kVec];
+    load_floats(v + e, x);
+    store_bf16(vrow + e, x);
+    load_floats(v + e + half, x);
+    store_bf16(vrow + e + half, x);
+  }
+}
+
+// ------------------------------------------------------------------ attention
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+// Queries per CTA: 128 (32 rows a warp, 255 registers, two CTAs an SM), or
+// 64 (16 rows a warp, three CTAs an SM) where 128-query tiles would not fill
+// one wave.
+constexpr int ctas_per_sm(int block_m) { return block_m == 128 ? 2 : 3; }
+constexpr int kMaxGridY = 65535;
+constexpr float kLog2e = 1.4426950408889634f;
+
+struct AttentionParams {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  __nv_bfloat16* out;
+  int pos, n, group;
+  int q_ld, kv_ld;   // row strides in elements: n_heads * head_dim, n_kv_heads * head_dim
+  float scale_log2;  // log2(e) / sqrt(head_dim)
+};
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared; with valid false nothing is read and zeros land.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+}
+
+// volatile: the same address holds a new tile on the next iteration.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a (16x16, row-major) * b (16x8, column-major), bf16 in, fp32 accumulate.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {  // ex2(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
+template <int kHeadDim>
+__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
+  return static_cast<uint32_t>((row * (kHeadDim / 8) + (chunk ^ (row & 7))) * 16);
+}
+
+// kRows rows of head_dim bf16 (global row stride ld elements) into a swizzled
+// tile; rows at or past `valid` (>= 1) become zeros: they read nothing
+// (src-size 0) but still name a row that exists. A pass of the CTA covers a
+// multiple of 8 rows, so each thread keeps one column chunk and swizzle.
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* src, int ld,
+                                          int valid) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "whole swizzle groups a pass");
+  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
+  const uint32_t dst = tile + tile_offset<kHeadDim>(row, chunk);
+  src += chunk * 8;
+#pragma unroll
+  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
+    const int r = row + it * kRowsPerPass;
+    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid);
+  }
+}
+
+// Address of 16-byte chunk 2 * kk + (lane's half) in the row a lane hands to
+// ldmatrix. `lane_base` is the row's address with the lane's swizzled half
+// chunk, (half ^ row % 8) * 16, already in bits 4-6 (rows are 128-byte
+// aligned), so the chunk pair kk only flips bits 5-6 and carries whole
+// 128-byte groups: one XOR and an immediate offset, no per-kk registers.
+__device__ __forceinline__ uint32_t chunk_address(uint32_t lane_base, int kk) {
+  return (lane_base ^ ((kk & 3) << 5)) + (kk >> 2) * 128;
+}
+
+template <int kHeadDim, int kBlockN, int kBlockM>
+__global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
+    attention_kernel(const AttentionParams p) {
+  constexpr int kWarpRows = kBlockM / kWarps;  // query rows per warp
+  constexpr int kMTiles = kWarpRows / 16;      // m16 tiles per warp, sharing each K/V fragment
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kRowBytes = kHeadDim * 2;
+  constexpr int kScoreTiles = kBlockN / 8;  // n8 tiles of scores per m16 tile
+  constexpr int kOutTiles = kHeadDim / 8;   // n8 tiles of output per m16 tile
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t sQ = shared_address(smem);
+  const uint32_t sK = sQ + kBlockM * kRowBytes;
+  const uint32_t sV = sK + kBlockN * kRowBytes;
+
+  const int head = blockIdx.x, kv_head = head / p.group;
+  const int m0 = (gridDim.y - 1 - blockIdx.y) * kBlockM;  // latest query tiles first
+  const int q_pos0 = p.pos + m0;                          // position of the tile's row 0
+  const int kv_len = p.pos + p.n;                         // cache rows that may be read
+  const int kv_end = min(q_pos0 + kBlockM, kv_len);       // keys the tile can see
+  const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;
+  const int n_unmasked = (q_pos0 + 1) / kBlockN;  // tiles whose last key precedes every query
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = warp * kWarpRows;
+  const int warp_last_pos = q_pos0 + row0 + kWarpRows - 1;
+
+  const __nv_bfloat16* kg = p.k + kv_head * kHeadDim;
+  const __nv_bfloat16* vg = p.v + kv_head * kHeadDim;
+  load_tile<kHeadDim, kBlockM>(sQ, p.q + int64_t{m0} * p.q_ld + head * kHeadDim, p.q_ld, p.n - m0);
+  load_tile<kHeadDim, kBlockN>(sK, kg, p.kv_ld, kv_len);
+  cp_async_commit();
+
+  // ldmatrix row addresses of this lane. Every row it names is lane % 8 modulo
+  // 8, so the swizzle term is the same for all three tiles.
+  const int sw = lane & 7;
+  // A = Q: lanes 16-31 address columns 8-15.
+  const uint32_t q_base = sQ + (row0 + (lane & 15)) * kRowBytes + (((lane >> 4) ^ sw) << 4);
+  // B = K^T: matrices 1 and 3 (lanes 8-15, 24-31) are dims 8-15.
+  const uint32_t k_base =
+      sK + ((lane >> 4) * 8 + (lane & 7)) * kRowBytes + ((((lane >> 3) & 1) ^ sw) << 4);
+  // B = V, transposed load: matrices 2 and 3 (lanes 16-31) are dims 8-15.
+  const uint32_t v_base =
+      sV + (((lane >> 3) & 1) * 8 + (lane & 7)) * kRowBytes + (((lane >> 4) ^ sw) << 4);
+
+  // Accumulator fragment element e of m-tile mt holds row g + 8 * (e / 2) and
+  // column 2 * t + e % 2 of its n8 tile, with g = lane / 4 and t = lane % 4.
+  float o[kMTiles][kOutTiles][4] = {};
+  float m[kMTiles][2], l[kMTiles][2];  // running max (raw score units) and this lane's partial sum
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) m[mt][hr] = -INFINITY, l[mt][hr] = 0;
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int k0 = j * kBlockN;
+    cp_async_wait_all();
+    __syncthreads();  // K_j has landed; every warp is done reading V_{j-1}
+    load_tile<kHeadDim, kBlockN>(sV, vg + int64_t{k0} * p.kv_ld, p.kv_ld, kv_len - k0);
+    cp_async_commit();
+
+    // Tile 0 is active for every warp, so each row's max is finite from then on.
+    const bool active = k0 <= warp_last_pos;
+    float s[kMTiles][kScoreTiles][4];
+    if (active) {
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kScoreTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0;
+#pragma unroll
+      for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+        uint32_t a[kMTiles][4];
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+          ldmatrix_x4(a[mt], chunk_address(q_base, kk) + mt * 16 * kRowBytes);
+#pragma unroll
+        for (int np = 0; np < kBlockN / 16; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(b, chunk_address(k_base, kk) + np * 16 * kRowBytes);
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_bf16(s[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+    cp_async_wait_all();
+    __syncthreads();  // V_j has landed; every warp is done reading K_j
+    if (j + 1 < n_tiles) {
+      load_tile<kHeadDim, kBlockN>(sK, kg + int64_t{k0 + kBlockN} * p.kv_ld, p.kv_ld,
+                                   kv_len - k0 - kBlockN);
+      cp_async_commit();
+    }
+    if (!active) continue;
+
+    if (j >= n_unmasked) {  // the tile crosses the diagonal: key > query position is masked
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kScoreTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int q_pos = q_pos0 + row0 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
+            const int key = k0 + nt * 8 + 2 * (lane & 3) + (e & 1);
+            if (key > q_pos) s[mt][nt][e] = -INFINITY;
+          }
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        float mx = m[mt][hr];
+#pragma unroll
+        for (int nt = 0; nt < kScoreTiles; ++nt)
+          mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hr], s[mt][nt][2 * hr + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));  // the 4 lanes of a row
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float corr = fast_exp2((m[mt][hr] - mx) * p.scale_log2);  // 0 on the first tile
+        const float mx_scaled = mx * p.scale_log2;
+        m[mt][hr] = mx;
+        float sum = 0;
+#pragma unroll
+        for (int nt = 0; nt < kScoreTiles; ++nt)
+#pragma unroll
+          for (int e = 2 * hr; e < 2 * hr + 2; ++e) {
+            s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], p.scale_log2, -mx_scaled));
+            sum += s[mt][nt][e];
+          }
+        l[mt][hr] = fmaf(l[mt][hr], corr, sum);
+#pragma unroll
+        for (int dt = 0; dt < kOutTiles; ++dt) {
+          o[mt][dt][2 * hr] *= corr;
+          o[mt][dt][2 * hr + 1] *= corr;
+        }
+      }
+    }
+
+    // O += P V_j: the score accumulators of n-tiles 2kk, 2kk+1 are exactly the
+    // A fragment of keys [16kk, 16kk + 16).
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      uint32_t a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+        a[mt][0] = pack_bf16(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = pack_bf16(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = pack_bf16(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = pack_bf16(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < kHeadDim / 16; ++dp) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, chunk_address(v_base, dp) + kk * 16 * kRowBytes);
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          mma_bf16(o[mt][2 * dp], a[mt], b[0], b[1]);
+          mma_bf16(o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+
+  // Normalize, stage the warp's rows as bf16 in its own rows of the Q tile
+  // (no other warp reads them), then store 16-byte chunks of whole rows.
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int hr = 0; hr < 2; ++hr) {
+      float sum = l[mt][hr];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = 1.0f / sum;
+      const int row = row0 + mt * 16 + (lane >> 2) + 8 * hr;
+#pragma unroll
+      for (int dt = 0; dt < kOutTiles; ++dt) {
+        const uint32_t off = tile_offset<kHeadDim>(row, dt) + 4 * (lane & 3);
+        *reinterpret_cast<uint32_t*>(smem + off) =
+            pack_bf16(o[mt][dt][2 * hr] * inv, o[mt][dt][2 * hr + 1] * inv);
+      }
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int it = 0; it < kWarpRows * kChunks / 32; ++it) {
+    const int c = it * 32 + lane;
+    const int row = row0 + c / kChunks, chunk = c % kChunks;
+    if (m0 + row >= p.n) continue;
+    const uint4 val = *reinterpret_cast<const uint4*>(smem + tile_offset<kHeadDim>(row, chunk));
+    *reinterpret_cast<uint4*>(p.out + int64_t{m0 + row} * p.q_ld + head * kHeadDim + chunk * 8) =
+        val;
+  }
+}
+
+// Keys per tile: hd 128 takes 64 (O holds 128 registers a lane at 128
+// queries); hd 64 takes 128 (half the O, so twice the keys for the same
+// registers).
+template <int kHeadDim, int kBlockM>
+void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream) {
+  constexpr int kBlockN = kHeadDim == 128 ? 64 : 128;
+  constexpr int kSmem = (kBlockM + 2 * kBlockN) * kHeadDim * 2;
+  const auto kernel = attention_kernel<kHeadDim, kBlockN, kBlockM>;
+  FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  const int m_tiles = (p.n + kBlockM - 1) / kBlockM;
+  check(m_tiles <= kMaxGridY, "prefill_attention", "n ", p.n, " is too large for one launch");
+  kernel<<<dim3(n_heads, m_tiles), kThreads, kSmem, stream>>>(p);
+  FSVD_CUDA_CHECK_LAUNCH("prefill attention_kernel");
+}
+
+template <int kHeadDim>
+void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream) {
+  int device = 0, sms = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t big_tiles = int64_t{n_heads} * ((p.n + 127) / 128);
+  if (big_tiles <= int64_t{ctas_per_sm(128)} * sms)
+    launch_attention<kHeadDim, 64>(p, n_heads, stream);
+  else
+    launch_attention<kHeadDim, 128>(p, n_heads, stream);
+}
+
+// A bf16 cache (the tensor cores' input) whose rows [pos, pos + n) exist.
+void check_cache_rows(int pos, int n, const KvCacheLayer& cache, const char* where) {
+  check_cache(cache, where);
+  check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
+  check(n >= 1, where, "n ", n, " must be positive");
+  check(pos >= 0 && int64_t{pos} + n <= cache.max_ctx, where, "positions [", pos, ", ",
+        int64_t{pos} + n, ") do not fit a cache of ", cache.max_ctx);
+}
+
+}  // namespace
+
+void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                        int64_t ldv, const float* inv_freq, int pos, int n, const HeadShape& shape,
+                        const KvCacheLayer& cache, __nv_bfloat16* q_out, cudaStream_t stream) {
+  const char* where = "rope_store_kv_rows";
+  check_head_shape(shape, where);
+  check_cache_rows(pos, n, cache, where);
+  check(q != nullptr && k != nullptr && v != nullptr && inv_freq != nullptr && q_out != nullptr,
+        where, "null argument");
+  const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim;
+  const int64_t kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
+  check(ldq >= q_dim && ldk >= kv_dim && ldv >= kv_dim, where, "row strides ", ldq, ", ", ldk, ", ",
+        ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
+  const RopeParams p{q,
+                     k,
+                     v,
+                     inv_freq,
+                     ldq,
+                     ldk,
+                     ldv,
+                     q_out,
+                     static_cast<__nv_bfloat16*>(cache.k),
+                     static_cast<__nv_bfloat16*>(cache.v),
+                     pos,
+                     n,
+                     shape.n_heads,
+                     shape.n_kv_heads,
+                     shape.head_dim};
+  // 16-byte loads need 16-byte aligned rows; q_out takes 8-byte stores.
+  const auto aligned = [](const void* ptr, int bytes) {
+    return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
+  };
+  const bool vec4 = aligned(q, 16) && aligned(k, 16) && aligned(v, 16) && aligned(q_out, 8) &&
+                    ldq % 4 == 0 && ldk % 4 == 0 && ldv % 4 == 0;
+  const int64_t work = int64_t{n} * (shape.head_dim / 2) / (vec4 ? 4 : 1);
+  const auto blocks = static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads);
+  if (vec4)
+    rope_store_kv_rows_kernel<4><<<blocks, kRopeThreads, 0, stream>>>(p);
+  else
+    rope_store_kv_rows_kernel<1><<<blocks, kRopeThreads, 0, stream>>>(p);
+  FSVD_CUDA_CHECK_LAUNCH("rope_store_kv_rows_kernel");
+}
+
+void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int pos, int n,
+                       const HeadShape& shape, __nv_bfloat16* out, cudaStream_t stream) {
+  const char* where = "prefill_attention";
+  check_head_shape(shape, where);
+  check_cache_rows(pos, n, cache, where);
+  check(q != nullptr && out != nullptr, where, "null argument");
+  check(reinterpret_cast<uintptr_t>(q) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0,
+        where, "q and out must be 16-byte aligned");
+  AttentionParams p{};
+  p.q = q;
+  p.k = static_cast<const __nv_bfloat16*>(cache.k);
+  p.v = static_cast<const __nv_bfloat16*>(cache.v);
+  p.out = out;
+  p.pos = pos;
+  p.n = n;
+  p.group = shape.n_heads / shape.n_kv_heads;
+  p.q_ld = shape.n_heads * shape.head_dim;
+  p.kv_ld = shape.n_kv_heads * shape.head_dim;
+  p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
+  if (shape.head_dim == 128)
+    launch_attention<128>(p, shape.n_heads, stream);
+  else
+    launch_attention<64>(p, shape.n_heads, stream);
+}
+
+}  // namespace fsvd::cuda

@@ -1,0 +1,87 @@
+// See row_ops.h. Memory-bound loops; a grid-stride loop over all elements is
+// enough (the prefill's largest, [8192, 11008], is one pass at full bandwidth).
+#include "backends/cuda/row_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace fsvd::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 8192));
+}
+
+// Calls f(r, c) for every element of a rows x cols grid.
+template <typename F>
+__device__ void for_each_element(int64_t rows, int64_t cols, F f) {
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / cols;
+    f(r, i - r * cols);
+  }
+}
+
+__global__ void add_bias_kernel(float* y, int64_t ld, const float* b, int64_t rows, int64_t cols) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) { y[r * ld + c] += b[c]; });
+}
+
+template <typename T>
+__global__ void silu_mul_kernel(const float* gate, int64_t ld_gate, const float* up, int64_t ld_up, int64_t rows,
+                                int64_t cols, T* out) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) {
+    const float g = gate[r * ld_gate + c];
+    out[r * cols + c] = T(g / (1.0f + expf(-g)) * up[r * ld_up + c]);
+  });
+}
+
+__global__ void to_bf16_kernel(const float* x, int64_t ldx, int64_t rows, int64_t cols, __nv_bfloat16* y,
+                               int64_t ldy) {
+  for_each_element(rows, cols, [&](int64_t r, int64_t c) { y[r * ldy + c] = __float2bfloat16_rn(x[r * ldx + c]); });
+}
+
+void check_rows(const char* where, const void* p, int64_t ld, int64_t rows, int64_t cols) {
+  check(p != nullptr && rows >= 0 && cols >= 0 && ld >= cols, where, "bad matrix: rows ", rows, ", cols ", cols,
+        ", ld ", ld);
+}
+
+}  // namespace
+
+void add_bias(float* y, int64_t ld, const float* b, int64_t rows, int64_t cols, cudaStream_t stream) {
+  check_rows("add_bias", y, ld, rows, cols);
+  check(b != nullptr, "add_bias", "null bias");
+  if (rows * cols == 0) return;
+  add_bias_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(y, ld, b, rows, cols);
+  FSVD_CUDA_CHECK_LAUNCH("add_bias_kernel");
+}
+
+void silu_mul(const float* gate, int64_t ld_gate, const float* up, int64_t ld_up, int64_t rows, int64_t cols,
+              void* out, ElementType out_type, cudaStream_t stream) {
+  check_rows("silu_mul", gate, ld_gate, rows, cols);
+  check_rows("silu_mul", up, ld_up, rows, cols);
+  check(out != nullptr, "silu_mul", "null output");
+  if (rows * cols == 0) return;
+  if (out_type == ElementType::F32)
+    silu_mul_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(gate, ld_gate, up, ld_up, rows, cols,
+                                                                       static_cast<float*>(out));
+  else
+    silu_mul_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(gate, ld_gate, up, ld_up, rows, cols,
+                                                                       static_cast<__nv_bfloat16*>(out));
+  FSVD_CUDA_CHECK_LAUNCH("silu_mul_kernel");
+}
+
+void to_bf16(const float* x, int64_t ldx, int64_t rows, int64_t cols, __nv_bfloat16* y, int64_t ldy,
+             cudaStream_t stream) {
+  check_rows("to_bf16", x, ldx, rows, cols);
+  check_rows("to_bf16", y, ldy, rows, cols);
+  if (rows * cols == 0) return;
+  to_bf16_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(x, ldx, rows, cols, y, ldy);
+  FSVD_CUDA_CHECK_LAUNCH("to_bf16_kernel");
+}
+
+}  // namespace fsvd::cuda

@@ -1,0 +1,66 @@
+// Synthetic architectures: the SVD-LLM rank rule, deterministic bf16-exact
+// values, and models that validate.
+#include "model/synthetic.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/dtype.h"
+#include "model/model.h"
+#include "testing/fails_with.h"
+#include "testing/random_model.h"
+
+namespace fsvd {
+namespace {
+
+TEST(Synthetic, LlamaSevenBAtHalfKeepsThePapersRanks) {
+  const SyntheticSpec s = synthetic_spec("llama-7b", 0.5);
+  EXPECT_EQ(s.config.hidden, 4096);
+  EXPECT_EQ(s.rank(4096, 4096), 1024);
+  EXPECT_EQ(s.rank(11008, 4096), 1492);
+  EXPECT_EQ(s.rank(4096, 11008), 1492);
+  EXPECT_EQ(synthetic_spec("llama-7b", 1.0).rank(4096, 4096), -1);
+  EXPECT_EQ(synthetic_spec("llama-3-8b", 0.5).config.n_kv_heads, 8);
+}
+
+TEST(Synthetic, BadNamesAndRatiosAreRefused) {
+  EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-9b", 0.5); }, "unknown architecture 'llama-9b'"));
+  EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 0); }, "(0, 1]"));
+  EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 1.5); }, "(0, 1]"));
+}
+
+TEST(Synthetic, ValuesAreDeterministicBf16AndSpread) {
+  double sum = 0, sq = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const float v = synthetic_value(3, 17, i, 0.5f);
+    ASSERT_EQ(v, bf16_to_f32(f32_to_bf16(v)));
+    ASSERT_LE(std::fabs(v), 0.5f);
+    ASSERT_EQ(v, synthetic_value(3, 17, i, 0.5f));
+    sum += v;
+    sq += double{v} * v;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sq / n, 0.25 / 3, 0.005);  // uniform on [-0.5, 0.5)
+  EXPECT_NE(synthetic_value(3, 17, 5, 0.5f), synthetic_value(4, 17, 5, 0.5f));
+  EXPECT_NE(synthetic_value(3, 17, 5, 0.5f), synthetic_value(3, 18, 5, 0.5f));
+  EXPECT_NEAR(synthetic_value(3, 17, 5, 0.125f, true), 1.0f, 0.126f);
+}
+
+TEST(Synthetic, HostModelHasTheSpecsRanksAndValidates) {
+  SyntheticSpec s;
+  s.name = "tiny";
+  s.config = testing::small_config(64, 160, 2, 4, 2, 16, 50);
+  s.keep = 0.5;
+  const Model m = make_synthetic_model(s);
+  EXPECT_EQ(m.layers[1].q.rank(), 16);   // 64 * 64 * 0.5 / 128
+  EXPECT_EQ(m.layers[1].k.rank(), 10);   // 32 * 64 * 0.5 / 96
+  EXPECT_EQ(m.layers[0].down.rank(), 22);  // 64 * 160 * 0.5 / 224
+  EXPECT_EQ(m.layers[0].qkv.parts.size(), 3u);
+  s.keep = 1.0;
+  EXPECT_FALSE(make_synthetic_model(s).layers[0].o.low_rank());
+}
+
+}  // namespace
+}  // namespace fsvd
