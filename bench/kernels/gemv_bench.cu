@@ -2,10 +2,13 @@
 // design.md (LLaMA-7B, low-rank ratio 0.5), inside CUDA graphs, with enough
 // weight copies in rotation that L2 cannot serve them. Prints a sweep of
 // launch shapes per matrix, then a summary table (last, for short logs) that
-// also times the fp32-weight mode (exact checks) of the same matrix.
+// also times the fp32-weight mode (exact checks) of the same matrix. Then the
+// grouped launch: the q, k, v second factors as three gemv() calls against one
+// gemv_grouped(), back to back (`gemv_bench grouped` runs only that part).
 //
 // Build and run from the repository root (CUDA 13, H100/H200):
 //   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
+//   (build-gpu/gemv_bench grouped: only the grouped q, k, v rows)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -13,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -126,7 +130,102 @@ struct Row {
   double mb, cublas_us, ours_us, ours_pdl_us, ours_f32x_us, ours_f32w_us, best_us, diff;
 };
 
-int run() {
+// Products launched together: the second factors [out, rank] of q, k, v.
+struct GroupSet {
+  const char* name;
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+};
+
+const GroupSet kGroupSets[] = {
+    {"LLaMA-7B q,k,v second", {{4096, 1024}, {4096, 1024}, {4096, 1024}}},
+    {"7B unequal ranks", {{4096, 1024}, {4096, 683}, {4096, 683}}},
+    {"Llama-3-8B q,k,v sec.", {{4096, 1024}, {1024, 409}, {1024, 409}}},
+};
+
+std::string plan_name(const GemvPlan& p) { return std::to_string(p.warps) + "w x " + std::to_string(p.splits) + "s"; }
+
+// Separate gemv() calls against one gemv_grouped() per set, with and without
+// early_weights; x is a slice of one packed fp32 rank-space vector per product,
+// as in the decode step.
+void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
+  std::printf("\nGrouped q,k,v second factors (us per step: 3 gemv() calls or 1 gemv_grouped(); x fp32; "
+              "median of %d graph replays; %% of %.2f TB/s)\n", kRepeats, kPeakBytesPerSecond / 1e12);
+  std::printf("%-22s %-34s %6s | %8s %8s | %8s %-8s %8s | %8s %-8s %8s | %s\n", "set", "[out, rank] each", "MB",
+              "separate", "+PDL", "grouped", "plan", "+PDL", "4 warps", "plan", "+PDL", "check");
+  for (const GroupSet& set : kGroupSets) {
+    const int count = static_cast<int>(set.shapes.size());
+    std::vector<int64_t> ld, w_offset, x_offset;
+    int64_t per_copy = 0, packed = 0;
+    double bytes = 0;
+    std::string shape;
+    for (const auto& [rows, cols] : set.shapes) {
+      ld.push_back((cols + 7) / 8 * 8);
+      w_offset.push_back(per_copy);
+      x_offset.push_back(packed);
+      per_copy += rows * ld.back();
+      packed += cols;
+      bytes += double(rows) * cols * 2;
+      shape += "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+    }
+    const int copies = static_cast<int>(std::max<double>(3, std::ceil(4.0 * prop.l2CacheSize / bytes)));
+    const int launches = (kMinLaunchesPerGraph + copies - 1) / copies * copies;
+    DeviceBuffer<__nv_bfloat16> w(size_t(per_copy) * copies), x_bf16(packed);
+    DeviceBuffer<float> x(packed);
+    std::vector<DeviceBuffer<float>> y, y_alone;
+    for (const auto& [rows, cols] : set.shapes) {
+      y.emplace_back(rows);
+      y_alone.emplace_back(rows);
+    }
+    fill_bf16<<<1024, 256, 0, stream>>>(w.data(), w.size(), 3);
+    fill_bf16<<<64, 256, 0, stream>>>(x_bf16.data(), x_bf16.size(), 4);
+    bf16_to_f32<<<64, 256, 0, stream>>>(x_bf16.data(), x.data(), x.size());
+    FSVD_CUDA_CHECK(cudaGetLastError());
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+    auto groups = [&](int copy, std::vector<DeviceBuffer<float>>& out) {
+      std::vector<GemvGroup> g;
+      for (int i = 0; i < count; ++i)
+        g.push_back({{w.data() + size_t(copy % copies) * per_copy + w_offset[i], set.shapes[i].first,
+                      set.shapes[i].second, ld[i]},
+                     DeviceVec::f32(x.data() + x_offset[i]),
+                     out[i].data()});
+      return g;
+    };
+    auto separate = [&](int copy, GemvConfig cfg, std::vector<DeviceBuffer<float>>& out) {
+      for (const GemvGroup& g : groups(copy, out)) gemv(g.w, g.x, g.y, stream, cfg);
+    };
+    auto grouped = [&](int copy, GemvConfig cfg) {
+      const std::vector<GemvGroup> g = groups(copy, y);
+      gemv_grouped(g.data(), count, stream, cfg);
+    };
+    const double sep = time_per_call(stream, launches, [&](int i) { separate(i, {}, y_alone); });
+    const double sep_pdl = time_per_call(stream, launches, [&](int i) { separate(i, {0, 0, true}, y_alone); });
+    const double grp = time_per_call(stream, launches, [&](int i) { grouped(i, {}); });
+    const double grp_pdl = time_per_call(stream, launches, [&](int i) { grouped(i, {0, 0, true}); });
+    const double grp4 = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0}); });
+    const double grp4_pdl = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0, true}); });
+    const std::vector<GemvGroup> g0 = groups(0, y);
+    const GemvPlan plan = plan_gemv_grouped(g0.data(), count, {}, prop.multiProcessorCount);
+    const GemvPlan plan4 = plan_gemv_grouped(g0.data(), count, {4, 0}, prop.multiProcessorCount);
+
+    // Check: bitwise equal to the separate calls with the grouped launch's own shape.
+    const GemvConfig same{plan.warps, plan.splits};
+    grouped(0, same);
+    separate(0, same, y_alone);
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    bool equal = true;
+    for (int i = 0; i < count; ++i) {
+      const std::vector<float> a = y[i].download(), b = y_alone[i].download();
+      equal = equal && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    }
+    std::printf("%-22s %-34s %6.1f | %8.2f %8.2f | %8.2f %-8s %8.2f | %8.2f %-8s %8.2f | %s; best %.1f%% of peak\n",
+                set.name, shape.c_str(), bytes / 1e6, sep, sep_pdl, grp, plan_name(plan).c_str(), grp_pdl, grp4,
+                plan_name(plan4).c_str(), grp4_pdl, equal ? "bitwise = separate" : "DIFFERS",
+                percent_of_peak(bytes, std::min({grp, grp_pdl, grp4, grp4_pdl})));
+  }
+}
+
+int run(bool grouped_only) {
   int device = 0;
   cudaDeviceProp prop{};
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
@@ -142,6 +241,12 @@ int run() {
   DeviceBuffer<char> cublas_ws(32 << 20);  // graph capture must not allocate
   FSVD_CUDA_CHECK(cublasSetWorkspace(handle, cublas_ws.data(), cublas_ws.bytes()));
 
+  if (grouped_only) {
+    run_grouped(prop, stream);
+    FSVD_CUDA_CHECK(cublasDestroy(handle));
+    FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+    return 0;
+  }
   std::vector<Row> rows;
   for (const Shape& s : kShapes) {
     const int64_t ld = (s.cols + 7) / 8 * 8;
@@ -255,6 +360,7 @@ int run() {
                 r.ours_us, percent_of_peak(r.mb * 1e6, r.ours_us), r.auto_plan.c_str(), r.ours_pdl_us,
                 percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(),
                 r.ours_f32w_us, percent_of_peak(2 * r.mb * 1e6, r.ours_f32w_us), r.diff);
+  run_grouped(prop, stream);
   FSVD_CUDA_CHECK(cublasDestroy(handle));
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
@@ -262,9 +368,9 @@ int run() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
-    return run();
+    return run(argc > 1 && std::strcmp(argv[1], "grouped") == 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemv_bench: %s\n", e.what());
     return 1;

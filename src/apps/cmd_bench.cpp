@@ -120,6 +120,7 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
       row["model"] = name;
       row["graph"] = mode;
       row["precision"] = mf.precision;
+      row["pdl"] = mf.pdl;
       if (!f.synthetic.empty()) row["ratio"] = f.ratio;
       rows.push_back(std::move(row));
     }

@@ -4,10 +4,13 @@
 
 namespace fsvd {
 
+void add_convert_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_logits_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
+void add_compress_command(CLI::App& app);
+void add_ppl_command(CLI::App& app);
 
 }  // namespace fsvd

@@ -29,6 +29,7 @@ cuda::CudaOptions cuda_options(const ModelFlags& flags) {
   check(flags.precision == "bf16" || flags.precision == "fp32", "--precision", "unknown precision '",
         flags.precision, "' (expected bf16 or fp32)");
   o.weights = flags.precision == "fp32" ? cuda::ElementType::F32 : cuda::ElementType::BF16;
+  o.pdl = flags.pdl != "off";
   return o;
 }
 #endif
@@ -91,13 +92,6 @@ std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& fl
 #endif
       },
       [&] { return std::make_unique<CpuExecutor>(model, context, flags.threads); });
-}
-
-std::unique_ptr<Executor> make_executor(const Model& model, const std::string& device, int context, int threads) {
-  ModelFlags flags;
-  flags.device = device;
-  flags.threads = threads;
-  return make_executor(model, flags, context);
 }
 
 std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context) {

@@ -14,8 +14,6 @@ namespace fsvd {
 // "cuda" needs a build with CUDA and a GPU; "auto" takes the GPU when there is
 // one and its kernels support the model, else the CPU (saying why on stderr).
 std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context);
-// Transitional form for callers that only choose a device.
-std::unique_ptr<Executor> make_executor(const Model& model, const std::string& device, int context, int threads);
 
 // A synthetic model: built in place on the GPU (no host copy of its weights),
 // or on the host for --device cpu.

@@ -7,11 +7,14 @@
 int main(int argc, char** argv) {
   CLI::App app{"flashsvd: serve SVD-compressed (low-rank) LLaMA-family models"};
   app.require_subcommand(1);
+  fsvd::add_convert_command(app);
   fsvd::add_bench_command(app);
   fsvd::add_generate_command(app);
   fsvd::add_info_command(app);
   fsvd::add_logits_command(app);
   fsvd::add_pull_command(app);
+  fsvd::add_compress_command(app);
+  fsvd::add_ppl_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

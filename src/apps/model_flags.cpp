@@ -21,6 +21,8 @@ std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, bool runs_model) {
   cmd.add_option("--precision", flags->precision,
                  "GPU weights and KV cache: bf16, or fp32 for exact checks against the CPU")
       ->check(CLI::IsMember({"bf16", "fp32"}));
+  cmd.add_option("--pdl", flags->pdl, "GPU decode: programmatic dependent launch between GEMVs (on or off)")
+      ->check(CLI::IsMember({"on", "off"}));
   return flags;
 }
 

@@ -14,6 +14,7 @@ struct ModelFlags {
   int threads = 0;  // CPU threads, 0: all
   std::string graph = "model";     // GPU decode: none | layer | model
   std::string precision = "bf16";  // GPU weights: bf16 | fp32
+  std::string pdl = "on";          // GPU: programmatic dependent launch between GEMVs
 };
 
 // `runs_model` adds the flags of commands that execute it (--tokenizer,

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <span>
 
 #include "core/error.h"
 
@@ -16,6 +15,20 @@ static double token_nll(const float* row, int vocab, int32_t target) {
   return max + std::log(sum) - row[target];
 }
 
+double window_nll_sum(Executor& executor, std::span<const int32_t> inputs, std::span<const int32_t> targets,
+                      std::vector<float>& logits) {
+  const int vocab = executor.vocab_size();
+  check(targets.size() <= inputs.size(), "window_nll_sum", targets.size(), " targets for ", inputs.size(),
+        " inputs");
+  for (size_t j = 0; j < targets.size(); ++j)
+    check(targets[j] >= 0 && targets[j] < vocab, "window_nll_sum", "target token id ", targets[j],
+          " is outside the vocabulary [0, ", vocab, ")");
+  executor.forward(inputs, 0, true, logits);
+  double total = 0;
+  for (size_t j = 0; j < targets.size(); ++j) total += token_nll(logits.data() + j * vocab, vocab, targets[j]);
+  return total;
+}
+
 double mean_nll(Executor& executor, const std::vector<int32_t>& tokens) {
   const char* where = "mean_nll";
   const int64_t n = static_cast<int64_t>(tokens.size());
@@ -27,12 +40,11 @@ double mean_nll(Executor& executor, const std::vector<int32_t>& tokens) {
 
   double total = 0;
   std::vector<float> logits;
+  const std::span<const int32_t> all(tokens);
   // The last token predicts nothing, so windows cover tokens [0, n - 1).
   for (int64_t start = 0; start < n - 1; start += window) {
     const int64_t len = std::min<int64_t>(window, n - 1 - start);
-    executor.forward(std::span(tokens).subspan(start, len), 0, true, logits);
-    for (int64_t j = 0; j < len; ++j)
-      total += token_nll(logits.data() + j * vocab, vocab, tokens[start + j + 1]);
+    total += window_nll_sum(executor, all.subspan(start, len), all.subspan(start + 1, len), logits);
   }
   return total / static_cast<double>(n - 1);
 }

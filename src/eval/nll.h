@@ -1,6 +1,7 @@
 #pragma once
 // Negative log-likelihood of a token sequence under a model, for perplexity.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backends/executor.h"
@@ -14,5 +15,11 @@ namespace fsvd {
 // conditioned on the tokens of its own window. Log-softmax in double.
 // Throws Error for fewer than 2 tokens or an id outside the vocabulary.
 double mean_nll(Executor& executor, const std::vector<int32_t>& tokens);
+
+// Runs `inputs` from position 0 (one all-logits forward) and returns the summed
+// NLL of targets[j] under row j, for j < targets.size() <= inputs.size().
+// `logits` is scratch, reused across calls.
+double window_nll_sum(Executor& executor, std::span<const int32_t> inputs, std::span<const int32_t> targets,
+                      std::vector<float>& logits);
 
 }  // namespace fsvd

@@ -7,6 +7,7 @@
 #include "families/gguf_family.h"
 #include "families/hf_family.h"
 #include "families/llama2c_family.h"
+#include "families/native_family.h"
 
 namespace fsvd {
 
@@ -16,6 +17,7 @@ namespace {
 // stored as Hugging Face directories with extra structure (low-rank ones) must
 // come before the plain "hf" entry.
 const Family kFamilies[] = {
+    {"native", native_mismatch, load_native},
     {"hf", hf_mismatch, load_hf},
     {"gguf", gguf_mismatch, load_gguf},
     {"llama2c", llama2c_mismatch, load_llama2c},

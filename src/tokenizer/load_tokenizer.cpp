@@ -32,7 +32,10 @@ std::unique_ptr<Tokenizer> from_directory(const fs::path& dir) {
     return std::make_unique<SentencePieceTokenizer>((dir / "tokenizer.model").string(),
                                                     read_config_chat_template(dir.string()));
   if (fs::exists(dir / "tokenizer.json")) return load_tokenizer_json((dir / "tokenizer.json").string());
-  fail(dir.string(), "no tokenizer.model or tokenizer.json in this directory");
+  // What `flashsvd convert` stores for GGUF and llama2.c sources.
+  if (fs::exists(dir / "tokenizer.gguf")) return from_gguf_file((dir / "tokenizer.gguf").string());
+  if (fs::exists(dir / "tokenizer.bin")) return load_llama2c_tokenizer((dir / "tokenizer.bin").string());
+  fail(dir.string(), "no tokenizer.model, tokenizer.json, tokenizer.gguf or tokenizer.bin in this directory");
 }
 
 std::unique_ptr<Tokenizer> from_explicit_path(const std::string& path) {

@@ -11,7 +11,8 @@ namespace fsvd {
 
 // An explicit tokenizer_path wins, chosen by its name: *.model → SentencePiece,
 // *.json → Hugging Face tokenizer.json, *.gguf → GGUF metadata, a directory →
-// its tokenizer.model / tokenizer.json, anything else → llama2.c tokenizer.bin.
+// its tokenizer.model / tokenizer.json / tokenizer.gguf / tokenizer.bin (the
+// first found), anything else → llama2.c tokenizer.bin.
 // Otherwise the model supplies it: a .gguf file its metadata, a Hugging Face
 // directory its tokenizer files; a llama2.c checkpoint has none (Error asking
 // for --tokenizer).

@@ -19,12 +19,12 @@ constexpr int64_t kMaxNormCols = 8192;  // rmsnorm_gemv's limit on its input wid
 // The output of one part of a packed projection: its slice of the packed
 // first-factor output when dense, else the second factor applied to that
 // slice into `scratch`; the bias is added in place either way.
-float* part_output(const DevicePacked::Part& part, float* packed_out, float* scratch,
+float* part_output(const DevicePacked::Part& part, float* packed_out, float* scratch, GemvConfig cfg,
                    cudaStream_t stream) {
   float* out = packed_out + part.offset;
   int64_t n = part.rows;
   if (part.second.data) {
-    gemv(part.second, DeviceVec::f32(out), scratch, stream);
+    gemv(part.second, DeviceVec::f32(out), scratch, stream, cfg);
     out = scratch;
     n = part.second.rows;
   }
@@ -33,13 +33,13 @@ float* part_output(const DevicePacked::Part& part, float* packed_out, float* scr
 }
 
 // y += linear(x); `rank` holds the rank-space vector of a low-rank linear.
-void linear_residual(const DeviceLinear& l, const float* x, float* rank, float* y,
+void linear_residual(const DeviceLinear& l, const float* x, float* rank, float* y, GemvConfig cfg,
                      cudaStream_t stream) {
   if (l.low_rank()) {
-    gemv(l.first, DeviceVec::f32(x), rank, stream);
-    gemv_residual(l.second, DeviceVec::f32(rank), y, stream);
+    gemv(l.first, DeviceVec::f32(x), rank, stream, cfg);
+    gemv_residual(l.second, DeviceVec::f32(rank), y, stream, cfg);
   } else {
-    gemv_residual(l.first, DeviceVec::f32(x), y, stream);
+    gemv_residual(l.first, DeviceVec::f32(x), y, stream, cfg);
   }
   if (l.bias) add_bias(y, l.out(), l.bias, 1, l.out(), stream);
 }
@@ -164,28 +164,47 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), each part's second factor, then RoPE + cache append.
-  rmsnorm_gemv(l.qkv.first, x_.data(), l.attn_norm, c.rms_eps, qkv_.data(), stream);
-  float* q = part_output(l.qkv.parts[0], qkv_.data(), q_.data(), stream);
-  float* k = part_output(l.qkv.parts[1], qkv_.data(), k_.data(), stream);
-  float* v = part_output(l.qkv.parts[2], qkv_.data(), v_.data(), stream);
+  const GemvConfig cfg = gemv_config();
+  rmsnorm_gemv(l.qkv.first, x_.data(), l.attn_norm, c.rms_eps, qkv_.data(), stream, cfg);
+  // The low-rank parts' second factors in one grouped launch; a dense part's
+  // output is its slice of the packed output.
+  float* outputs[3];
+  float* scratch[3] = {q_.data(), k_.data(), v_.data()};
+  GemvGroup groups[3];
+  int count = 0;
+  for (int i = 0; i < 3; ++i) {
+    const DevicePacked::Part& part = l.qkv.parts[i];
+    outputs[i] = qkv_.data() + part.offset;
+    if (part.second.data) {
+      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), scratch[i]};
+      outputs[i] = scratch[i];
+    }
+  }
+  if (count > 0) gemv_grouped(groups, count, stream, cfg);
+  for (int i = 0; i < 3; ++i) {
+    const DevicePacked::Part& part = l.qkv.parts[i];
+    const int64_t n = part.second.data ? part.second.rows : part.rows;
+    if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
+  }
+  float *q = outputs[0], *k = outputs[1], *v = outputs[2];
   rope_store_kv(q, k, v, inv_freq_.data(), pos_.data(), heads_, cache, stream);
   decode_attention(q, cache, pos_.data(), heads_, attention_work_.data(), attention_work_.size(),
                    att_.data(), stream);
-  linear_residual(l.o, att_.data(), rank_.data(), x_.data(), stream);
+  linear_residual(l.o, att_.data(), rank_.data(), x_.data(), cfg, stream);
 
   // MLP block: packed gate|up first factors (RMSNorm fused), silu(gate)·up,
   // down added to the residual.
-  rmsnorm_gemv(l.gate_up.first, x_.data(), l.mlp_norm, c.rms_eps, gate_up_.data(), stream);
+  rmsnorm_gemv(l.gate_up.first, x_.data(), l.mlp_norm, c.rms_eps, gate_up_.data(), stream, cfg);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
   if (l.gate_up_second.data) {
     gemv_silu_mul(l.gate_up_second, DeviceVec::f32(gate_up_.data() + gate.offset),
-                  DeviceVec::f32(gate_up_.data() + up.offset), gate_.data(), stream);
+                  DeviceVec::f32(gate_up_.data() + up.offset), gate_.data(), stream, cfg);
   } else {
-    const float* g = part_output(gate, gate_up_.data(), gate_.data(), stream);
-    const float* u = part_output(up, gate_up_.data(), up_.data(), stream);
+    const float* g = part_output(gate, gate_up_.data(), gate_.data(), cfg, stream);
+    const float* u = part_output(up, gate_up_.data(), up_.data(), cfg, stream);
     silu_mul(g, c.intermediate, u, c.intermediate, 1, c.intermediate, gate_.data(), ElementType::F32, stream);
   }
-  linear_residual(l.down, gate_.data(), rank_.data(), x_.data(), stream);
+  linear_residual(l.down, gate_.data(), rank_.data(), x_.data(), cfg, stream);
 }
 
 void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
@@ -200,11 +219,12 @@ void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
   } else {
     // Final RMSNorm fused into lm_head's first GEMV.
     const DeviceLinear& head = weights_->lm_head();
+    const GemvConfig cfg = gemv_config();
     if (head.low_rank()) {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream);
-      gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream);
+      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream, cfg);
+      gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream, cfg);
     } else {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream);
+      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream, cfg);
     }
     if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
     FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),

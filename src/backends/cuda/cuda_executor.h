@@ -12,6 +12,7 @@
 #include "backends/cuda/decode_attention.h"
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_model.h"
+#include "backends/cuda/gemv.h"
 #include "backends/cuda/kv_cache.h"
 #include "backends/cuda/prefill.h"
 #include "backends/executor.h"
@@ -31,6 +32,9 @@ const char* graph_mode_name(GraphMode mode);
 struct CudaOptions {
   ElementType weights = ElementType::BF16;  // F32: exact checks against the CPU backend
   GraphMode graph = GraphMode::model;
+  // Programmatic dependent launch between the decode step's GEMVs: each starts
+  // loading weights while the previous kernel finishes.
+  bool pdl = true;
 };
 
 class CudaExecutor : public Executor {
@@ -60,6 +64,7 @@ class CudaExecutor : public Executor {
   int piece_count() const { return config_.n_layers + 2; }
   void enqueue_piece(int piece, cudaStream_t stream);
   void enqueue_layer(int index, cudaStream_t stream);
+  GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
   void capture_graphs();
   void decode_token(int32_t token, int pos);  // logits land in host_logits_
   KvCacheLayer layer_cache(int layer) const;

@@ -29,7 +29,10 @@ void convert_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, Elem
 }  // namespace
 
 DeviceMatrix DeviceModel::allocate_matrix(int64_t rows, int64_t cols, int64_t ld) {
-  DeviceBuffer<uint8_t> buf(static_cast<size_t>(rows * ld * element_bytes(type_)));
+  // Rows and columns are padded with zeros to multiples of 8: the prefill
+  // GEMMs read the padding (padded_rows, padded_k in prefill.cpp).
+  DeviceBuffer<uint8_t> buf(static_cast<size_t>(round_up8(rows) * ld * element_bytes(type_)));
+  FSVD_CUDA_CHECK(cudaMemset(buf.data(), 0, buf.bytes()));
   bytes_ += buf.bytes();
   const DeviceMatrix m{buf.data(), rows, cols, ld, type_};
   matrix_buffers_.push_back(std::move(buf));

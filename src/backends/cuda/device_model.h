@@ -1,7 +1,8 @@
 #pragma once
 // A model's weights on the GPU, in the packed layout the decode path reads:
-// matrices as bf16 (or fp32, for exact checks) with rows padded to a multiple
-// of 8 (the GEMV layout contract, gemv.h), norms and biases as fp32. Either
+// matrices as bf16 (or fp32, for exact checks) with rows padded with zeros to
+// a multiple of 8 values (the GEMV layout contract, gemv.h) and zero rows
+// allocated up to a multiple of 8 (the prefill GEMMs read both paddings), norms and biases as fp32. Either
 // uploaded once from a packed host Model (storage shared on the host — packed
 // factors, shared bases, tied embeddings — is uploaded once) or generated in
 // place for a synthetic model (model/synthetic.h).

@@ -33,6 +33,16 @@
 // most kMaxEarlyChunkBytes of each row: with longer CTAs (the 90 MB [11008, 4096])
 // the early CTAs land unevenly on the SMs and the call got 25% slower.
 // Triggering after the wait instead serializes the chain and lost everywhere.
+//
+// Grouped launches (gemv_grouped). Up to kMaxGemvGroups independent products
+// share one grid: it is the concatenation of each product's row tiles (times
+// the common cluster size), and a CTA finds its product by comparing blockIdx
+// with the first CTA of each, held in the kernel parameters (no memory
+// round trip). From there the CTA runs the same body as a single GEMV. The
+// cluster size and the CTA shape are launch-wide, so the products share the
+// warps and the requested slices; a product whose columns give fewer slices
+// than the cluster size leaves the extra CTAs of its tiles idle (they only
+// join the cluster barriers).
 #include "backends/cuda/gemv.h"
 
 #include <cooperative_groups.h>
@@ -40,6 +50,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <string>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
@@ -55,25 +66,32 @@ constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per l
 constexpr int kMaxChunkCols = 4096;   // columns per slice: x of both SiLU halves in 32 KB of shared memory
 constexpr int kMaxSplits = 8;         // portable thread-block cluster size
 constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
-constexpr int kResidentWarpsPerSm = 32;  // at ~64 registers per thread (65536 / 64 / 32)
+constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
 constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
 constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
 enum class Epilogue { Store, Add, SiluMul };
 
-struct Params {
+// One product of a launch.
+struct Operand {
   const uint4* w;     // W as 16-byte groups
   int64_t ld_groups;  // row stride in groups
   int outputs;        // length of y
   int cols;
   int groups;        // 16-byte groups per row: ceil(cols / values per group)
   int chunk_groups;  // groups per slice
-  int splits;
-  const void* x[2];   // input of the first (gate) and second (up) half
+  int slices;        // column slices holding columns (<= Params::splits)
+  int first_cta;     // where this product's CTAs start in the grid (INT_MAX: unused entry)
+  const void* x[2];  // input of the first (gate) and second (up) half
+  float* y;
+};
+
+struct Params {
+  Operand op[kMaxGemvGroups];
+  int splits;         // CTAs per row tile: the cluster size
   const float* gain;  // RMSNorm weight, or null
   float eps;
-  float* y;
 };
 
 // Streaming 16-byte load: read-only, and not kept in L1 (weights are read once).
@@ -177,18 +195,31 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 }
 
 template <Epilogue kE>
-__device__ __forceinline__ void finish(const Params& p, int o, float a, float b) {
+__device__ __forceinline__ void finish(float* y, int o, float a, float b) {
   if constexpr (kE == Epilogue::Store) {
-    p.y[o] = a;
+    y[o] = a;
   } else if constexpr (kE == Epilogue::Add) {
-    p.y[o] += a;
+    y[o] += a;
   } else {
-    p.y[o] = a / (1.0f + expf(-a)) * b;
+    y[o] = a / (1.0f + expf(-a)) * b;
   }
 }
 
-template <typename T, Epilogue kE, bool kXBf16, bool kNorm>
-__global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
+// The product this CTA works on: the last whose first CTA it has reached.
+template <int kGroups>
+__device__ __forceinline__ int find_operand(const Params& p) {
+  int found = 0;
+#pragma unroll
+  for (int i = 1; i < kGroups; ++i)
+    if (static_cast<int>(blockIdx.x) >= p.op[i].first_cta) found = i;
+  return found;
+}
+
+// kGroups: how many entries of Params::op the launch may use (1, or
+// kMaxGemvGroups for gemv_grouped), so single GEMVs compile without the lookup.
+template <typename T, Epilogue kE, bool kXBf16, bool kNorm, int kGroups>
+__global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarps)
+    gemv_kernel(const __grid_constant__ Params p) {
   constexpr int kGroup = kGroupValues<T>;
   constexpr int kParts = kE == Epilogue::SiluMul ? 2 : 1;
   constexpr int kOuts = kRowsPerWarp / kParts;  // outputs per warp
@@ -197,13 +228,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
   __shared__ float scratch[32];
   __shared__ float partials[kMaxWarps * kRowsPerWarp];  // split-K: this slice's sums, by warp and row
 
+  // A reference into the parameters (grid constant): fields load where used,
+  // as for a single product, instead of living in registers.
+  const Operand& op = p.op[find_operand<kGroups>(p)];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  const int tile = blockIdx.x / p.splits, split = blockIdx.x % p.splits;  // split = rank in cluster
+  const unsigned block = blockIdx.x - (kGroups == 1 ? 0 : op.first_cta);  // within the product
+  const int tile = block / p.splits, split = block % p.splits;  // split = rank in cluster
   const int tile_outputs = warps * kOuts;
   const int out0 = tile * tile_outputs + warp * kOuts;
-  const int g0 = split * p.chunk_groups;
-  const int n_groups = min(p.chunk_groups, p.groups - g0);
-  const int chunk_cols = p.chunk_groups * kGroup;
+  const int g0 = split * op.chunk_groups;
+  const int n_groups = min(op.chunk_groups, op.groups - g0);  // <= 0 for an idle slice
+  const int chunk_cols = op.chunk_groups * kGroup;
 
   // Row j of this warp: output out0 + j % kOuts of half j / kOuts.
   const uint4* row[kRowsPerWarp];
@@ -211,9 +246,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) {
     const int o = out0 + j % kOuts;
-    row_ok[j] = o < p.outputs;
-    const int64_t r = row_ok[j] ? o + int64_t{j / kOuts} * p.outputs : 0;
-    row[j] = p.w + r * p.ld_groups + g0;
+    row_ok[j] = o < op.outputs;
+    const int64_t r = row_ok[j] ? o + int64_t{j / kOuts} * op.outputs : 0;
+    row[j] = op.w + r * op.ld_groups + g0;
   }
   uint4 wv[kUnroll][kRowsPerWarp];
   auto load_batch = [&](int step) {
@@ -236,15 +271,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
   const float* xs_slice = kNorm ? xs + g0 * kGroup : xs;
   float ss = 0;
   if constexpr (kNorm) {
-    ss = stage_x<false>(p.x[0], p.gain, 0, p.groups * kGroup, p.cols, xs);
+    ss = stage_x<false>(op.x[0], p.gain, 0, op.groups * kGroup, op.cols, xs);
   } else {
     for (int part = 0; part < kParts; ++part)
-      stage_x<kXBf16>(p.x[part], nullptr, g0 * kGroup, n_groups * kGroup, p.cols, xs + part * chunk_cols);
+      stage_x<kXBf16>(op.x[part], nullptr, g0 * kGroup, n_groups * kGroup, op.cols, xs + part * chunk_cols);
   }
   __syncthreads();
 
   float acc[kRowsPerWarp] = {};
-  const int full_groups = p.cols / kGroup;
+  const int full_groups = op.cols / kGroup;
   const int steps = (n_groups + kStepGroups - 1) / kStepGroups;
   for (int step = 0; step < steps; step += kUnroll) {
     if (step > 0) load_batch(step);
@@ -255,7 +290,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
       if (g0 + lg >= full_groups) {
 #pragma unroll
         for (int j = 0; j < kRowsPerWarp; ++j)
-          wv[u][j] = mask_tail<T>(wv[u][j], p.cols - (g0 + lg) * kGroup);
+          wv[u][j] = mask_tail<T>(wv[u][j], op.cols - (g0 + lg) * kGroup);
       }
 #pragma unroll
       for (int part = 0; part < kParts; ++part) {
@@ -274,18 +309,18 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) acc[j] = warp_sum(acc[j]);
   // Every CTA computes the same scale from the same data in the same order.
-  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch) / p.cols + p.eps) : 1.0f;
+  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch) / op.cols + p.eps) : 1.0f;
 
   if (p.splits == 1) {
 #pragma unroll
     for (int j = 0; j < kOuts; ++j)
       if (lane == j && row_ok[j])
-        finish<kE>(p, out0 + j, acc[j] * scale, kParts == 2 ? acc[j + kOuts] : 0.0f);
+        finish<kE>(op.y, out0 + j, acc[j] * scale, kParts == 2 ? acc[j + kOuts] : 0.0f);
     return;
   }
 
   // Split-K across the cluster: publish, then each CTA finishes every
-  // splits-th output of the tile, adding the slices in rank order.
+  // splits-th output of the tile, adding the product's slices in rank order.
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j)
     if (lane == j) partials[warp * kRowsPerWarp + j] = acc[j];
@@ -293,15 +328,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32) gemv_kernel(const Params p) {
   cluster.sync();
   for (int t = split + threadIdx.x * p.splits; t < tile_outputs; t += blockDim.x * p.splits) {
     const int o = tile * tile_outputs + t;
-    if (o >= p.outputs) break;
+    if (o >= op.outputs) break;
     const int slot = (t / kOuts) * kRowsPerWarp + t % kOuts;
     float a = 0, b = 0;
-    for (int r = 0; r < p.splits; ++r) {
+    for (int r = 0; r < op.slices; ++r) {
       const float* remote = cluster.map_shared_rank(partials, r);
       a += remote[slot];
       if constexpr (kParts == 2) b += remote[slot + kOuts];
     }
-    finish<kE>(p, o, a * scale, b);
+    finish<kE>(op.y, o, a * scale, b);
   }
   cluster.sync();  // keep every CTA's partials alive until all remote reads are done
 }
@@ -312,12 +347,18 @@ struct Request {
   const char* where;
   Epilogue epilogue;
   bool norm;
-  DeviceVec x[2];
   const float* gain;
   float eps;
 };
 
-template <typename T, Epilogue kE, bool kXBf16, bool kNorm>
+// One product as the caller gave it.
+struct Product {
+  DeviceMatrix w;
+  DeviceVec x[2];  // gate and up inputs for SiluMul; otherwise both the input
+  float* y;
+};
+
+template <typename T, Epilogue kE, bool kXBf16, bool kNorm, int kGroups>
 void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights,
                    cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -333,100 +374,53 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
   attrs[1].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
   config.attrs = attrs;
   config.numAttrs = 2;
-  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kXBf16, kNorm>, p));
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kXBf16, kNorm, kGroups>, p));
 }
 
-// The kernel instance for the request's epilogue and input type.
+// The kernel instance for the request's epilogue, input type and product count.
 template <typename T>
-void launch_for(const Request& rq, const Params& p, const GemvPlan& plan, size_t smem, bool early,
-                cudaStream_t stream) {
-  const bool bf16 = rq.x[0].bf16;
+void launch_for(const Request& rq, bool x_bf16, int count, const Params& p, const GemvPlan& plan,
+                size_t smem, bool early, cudaStream_t stream) {
+  constexpr Epilogue kStore = Epilogue::Store, kAdd = Epilogue::Add, kSilu = Epilogue::SiluMul;
+  constexpr int kMany = kMaxGemvGroups;
   if (rq.norm)
-    launch_kernel<T, Epilogue::Store, false, true>(p, plan, smem, early, stream);
-  else if (rq.epilogue == Epilogue::Store)
-    (bf16 ? launch_kernel<T, Epilogue::Store, true, false> : launch_kernel<T, Epilogue::Store, false, false>)(
+    launch_kernel<T, kStore, false, true, 1>(p, plan, smem, early, stream);
+  else if (rq.epilogue == kStore && count > 1)
+    (x_bf16 ? launch_kernel<T, kStore, true, false, kMany> : launch_kernel<T, kStore, false, false, kMany>)(
         p, plan, smem, early, stream);
-  else if (rq.epilogue == Epilogue::Add)
-    (bf16 ? launch_kernel<T, Epilogue::Add, true, false> : launch_kernel<T, Epilogue::Add, false, false>)(
+  else if (rq.epilogue == kStore)
+    (x_bf16 ? launch_kernel<T, kStore, true, false, 1> : launch_kernel<T, kStore, false, false, 1>)(
+        p, plan, smem, early, stream);
+  else if (rq.epilogue == kAdd)
+    (x_bf16 ? launch_kernel<T, kAdd, true, false, 1> : launch_kernel<T, kAdd, false, false, 1>)(
         p, plan, smem, early, stream);
   else
-    (bf16 ? launch_kernel<T, Epilogue::SiluMul, true, false>
-          : launch_kernel<T, Epilogue::SiluMul, false, false>)(p, plan, smem, early, stream);
+    (x_bf16 ? launch_kernel<T, kSilu, true, false, 1> : launch_kernel<T, kSilu, false, false, 1>)(
+        p, plan, smem, early, stream);
 }
 
-void launch(const Request& rq, const DeviceMatrix& w, float* y, cudaStream_t stream, GemvConfig cfg) {
-  const char* where = rq.where;
-  const bool pairs = rq.epilogue == Epilogue::SiluMul;
-  const int64_t group = values_per_16_bytes(w.type);
-  check(w.data != nullptr && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, where,
-        "weights must be a 16-byte aligned device pointer");
-  check(w.rows >= 1 && w.cols >= 1, where, "empty matrix [", w.rows, ", ", w.cols, "]");
-  check(w.ld >= w.cols && w.ld % group == 0, where, "row stride ", w.ld, " must be a multiple of ",
-        group, " and >= cols ", w.cols);
-  check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkCols, where, "matrix [",
-        w.rows, ", ", w.cols, "] too large (at most ", int64_t{kMaxSplits} * kMaxChunkCols,
-        " columns)");
-  check(!pairs || w.rows % 2 == 0, where, "gate|up matrix has an odd row count ", w.rows);
-  check(y != nullptr, where, "null output");
-  for (int part = 0; part < (pairs ? 2 : 1); ++part)
-    check(rq.x[part].data != nullptr && rq.x[part].bf16 == rq.x[0].bf16, where,
-          "inputs must be non-null and of one dtype");
-  check(!rq.norm || (rq.gain != nullptr && !rq.x[0].bf16), where,
-        "RMSNorm needs an fp32 input and a gain vector");
-  check(!rq.norm || w.cols <= kMaxNormCols, where, "RMSNorm input of ", w.cols,
-        " values; at most ", kMaxNormCols, " are supported");
-
-  int device = 0, sm_count = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  const GemvPlan plan = plan_gemv(w.rows, w.cols, pairs, cfg, sm_count, w.type);
-
-  Params p{};
-  p.w = static_cast<const uint4*>(w.data);
-  p.ld_groups = w.ld / group;
-  p.outputs = static_cast<int>(pairs ? w.rows / 2 : w.rows);
-  p.cols = static_cast<int>(w.cols);
-  p.groups = static_cast<int>(ceil_div(w.cols, group));
-  p.chunk_groups = static_cast<int>(plan.chunk_cols / group);
-  p.splits = plan.splits;
-  p.x[0] = rq.x[0].data;
-  p.x[1] = rq.x[pairs ? 1 : 0].data;
-  p.gain = rq.gain;
-  p.eps = rq.eps;
-  p.y = y;
-
-  const size_t smem = (rq.norm ? size_t(p.groups) * group : size_t{pairs ? 2u : 1u} * plan.chunk_cols) *
-                      sizeof(float);
-  const bool early =
-      cfg.early_weights && plan.chunk_cols * element_bytes(w.type) <= kMaxEarlyChunkBytes;
-  if (w.type == ElementType::F32)
-    launch_for<float>(rq, p, plan, smem, early, stream);
-  else
-    launch_for<__nv_bfloat16>(rq, p, plan, smem, early, stream);
-}
-
-}  // namespace
-
-GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
-                   ElementType weights) {
-  const char* where = "plan_gemv";
+void check_config(GemvConfig cfg, const char* where) {
   check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
         kMaxWarps);
   check(cfg.splits >= 0 && cfg.splits <= kMaxSplits, where, "splits ", cfg.splits, " not in 1..",
         kMaxSplits);
-  const int64_t outputs = pairs ? w_rows / 2 : w_rows;
+}
+
+void check_count(int count, const char* where) {
+  check(count >= 1 && count <= kMaxGemvGroups, where, count, " groups; 1..", kMaxGemvGroups,
+        " are supported");
+}
+
+// The plan of one product for a request of `splits` column slices (0 counts as 1).
+GemvPlan plan_product(const DeviceMatrix& w, bool pairs, int warps, int64_t splits) {
+  check(w.rows >= 1 && w.cols >= 1, "plan_gemv", "empty matrix [", w.rows, ", ", w.cols, "]");
+  const int64_t outputs = pairs ? w.rows / 2 : w.rows;
   const int64_t outs_per_warp = kRowsPerWarp / (pairs ? 2 : 1);
-  const int64_t group = values_per_16_bytes(weights);
-  const int64_t groups = ceil_div(cols, group);
+  const int64_t group = values_per_16_bytes(w.type);
+  const int64_t groups = ceil_div(w.cols, group);
   GemvPlan plan;
-  plan.warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
-  plan.tiles = static_cast<int>(ceil_div(outputs, plan.warps * outs_per_warp));
-  int64_t splits = cfg.splits;
-  if (splits == 0) {
-    // As many slices as keep all CTAs resident in one wave, of at least two warp steps each.
-    const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / plan.warps);
-    splits = std::min<int64_t>({slots / plan.tiles, groups / (2 * kStepGroups), kMaxSplits});
-  }
+  plan.warps = warps;
+  plan.tiles = static_cast<int>(ceil_div(outputs, warps * outs_per_warp));
   splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
   int64_t chunk = ceil_div(groups, splits);
   if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
@@ -435,24 +429,164 @@ GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int
   return plan;
 }
 
+// The plans of `count` products launched together (plans[i] for product i)
+// and of the launch: common warps; one request of column slices, chosen over
+// all their row tiles; the launch's `splits` is the largest product's, its
+// `tiles` the sum and its `chunk_cols` the widest.
+GemvPlan plan_products(const Product* products, int count, bool pairs, GemvConfig cfg, int sm_count,
+                       GemvPlan* plans) {
+  const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
+  int64_t splits = cfg.splits;
+  if (splits == 0) {
+    // As many slices as keep all CTAs resident in one wave, of at least two warp steps each.
+    int64_t tiles = 0, groups = 0;
+    for (int i = 0; i < count; ++i) {
+      const DeviceMatrix& w = products[i].w;
+      tiles += plan_product(w, pairs, warps, 1).tiles;
+      groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
+    }
+    const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
+    splits = std::min<int64_t>({slots / tiles, groups / (2 * kStepGroups), kMaxSplits});
+  }
+  GemvPlan launch;
+  launch.warps = warps;
+  for (int i = 0; i < count; ++i) {
+    plans[i] = plan_product(products[i].w, pairs, warps, splits);
+    launch.tiles += plans[i].tiles;
+    launch.splits = std::max(launch.splits, plans[i].splits);
+    launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
+  }
+  return launch;
+}
+
+void launch(const Request& rq, const Product* products, int count, cudaStream_t stream, GemvConfig cfg) {
+  const char* where = rq.where;
+  check_count(count, where);
+  check_config(cfg, where);
+  const bool pairs = rq.epilogue == Epilogue::SiluMul;
+  const ElementType type = products[0].w.type;
+  const bool x_bf16 = products[0].x[0].bf16;
+  const int64_t group = values_per_16_bytes(type);
+  for (int i = 0; i < count; ++i) {
+    const std::string which = count > 1 ? "group " + std::to_string(i) + ": " : "";
+    const DeviceMatrix& w = products[i].w;
+    check(w.type == type, where, which, "weights of another type than group 0's");
+    check(w.data != nullptr && reinterpret_cast<uintptr_t>(w.data) % 16 == 0, where, which,
+          "weights must be a 16-byte aligned device pointer");
+    check(w.rows >= 1 && w.cols >= 1, where, which, "empty matrix [", w.rows, ", ", w.cols, "]");
+    check(w.ld >= w.cols && w.ld % group == 0, where, which, "row stride ", w.ld,
+          " must be a multiple of ", group, " and >= cols ", w.cols);
+    check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkCols, where, which,
+          "matrix [", w.rows, ", ", w.cols, "] too large (at most ", int64_t{kMaxSplits} * kMaxChunkCols,
+          " columns)");
+    check(!pairs || w.rows % 2 == 0, where, which, "gate|up matrix has an odd row count ", w.rows);
+    check(products[i].y != nullptr, where, which, "null output");
+    for (int part = 0; part < (pairs ? 2 : 1); ++part)
+      check(products[i].x[part].data != nullptr && products[i].x[part].bf16 == x_bf16, where, which,
+            "inputs must be non-null and of one dtype");
+  }
+  check(!rq.norm || (rq.gain != nullptr && !x_bf16), where,
+        "RMSNorm needs an fp32 input and a gain vector");
+  check(!rq.norm || products[0].w.cols <= kMaxNormCols, where, "RMSNorm input of ", products[0].w.cols,
+        " values; at most ", kMaxNormCols, " are supported");
+
+  int device = 0, sm_count = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  GemvPlan plans[kMaxGemvGroups];
+  const GemvPlan plan = plan_products(products, count, pairs, cfg, sm_count, plans);
+  check(int64_t{plan.tiles} * plan.splits <= INT_MAX, where, "too many rows for one launch");
+
+  Params p{};
+  p.splits = plan.splits;
+  p.gain = rq.gain;
+  p.eps = rq.eps;
+  int first_cta = 0;
+  for (int i = 0; i < kMaxGemvGroups; ++i) {
+    Operand& op = p.op[i];
+    op.first_cta = INT_MAX;  // unused entries are never reached
+    if (i >= count) continue;
+    const DeviceMatrix& w = products[i].w;
+    op.w = static_cast<const uint4*>(w.data);
+    op.ld_groups = w.ld / group;
+    op.outputs = static_cast<int>(pairs ? w.rows / 2 : w.rows);
+    op.cols = static_cast<int>(w.cols);
+    op.groups = static_cast<int>(ceil_div(w.cols, group));
+    op.chunk_groups = static_cast<int>(plans[i].chunk_cols / group);
+    op.slices = plans[i].splits;
+    op.first_cta = first_cta;
+    op.x[0] = products[i].x[0].data;
+    op.x[1] = products[i].x[pairs ? 1 : 0].data;
+    op.y = products[i].y;
+    first_cta += plans[i].tiles * plan.splits;
+  }
+
+  const size_t smem =
+      (rq.norm ? size_t(p.op[0].groups) * group : size_t{pairs ? 2u : 1u} * plan.chunk_cols) * sizeof(float);
+  const bool early = cfg.early_weights && plan.chunk_cols * element_bytes(type) <= kMaxEarlyChunkBytes;
+  if (type == ElementType::F32)
+    launch_for<float>(rq, x_bf16, count, p, plan, smem, early, stream);
+  else
+    launch_for<__nv_bfloat16>(rq, x_bf16, count, p, plan, smem, early, stream);
+}
+
+// One product with the same input for both halves, or gate and up inputs.
+void launch_one(const Request& rq, const DeviceMatrix& w, DeviceVec x0, DeviceVec x1, float* y,
+                cudaStream_t stream, GemvConfig cfg) {
+  const Product product{w, {x0, x1}, y};
+  launch(rq, &product, 1, stream, cfg);
+}
+
+// Copies a grouped launch's list into products; returns count.
+int to_products(const GemvGroup* groups, int count, const char* where, Product* products) {
+  check_count(count, where);
+  check(groups != nullptr, where, "null group list");
+  for (int i = 0; i < count; ++i) products[i] = {groups[i].w, {groups[i].x, groups[i].x}, groups[i].y};
+  return count;
+}
+
+}  // namespace
+
+GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
+                   ElementType weights) {
+  check_config(cfg, "plan_gemv");
+  const Product product{{nullptr, w_rows, cols, cols, weights}, {}, nullptr};
+  GemvPlan plan;
+  return plan_products(&product, 1, pairs, cfg, sm_count, &plan);
+}
+
+GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count) {
+  const char* where = "plan_gemv_grouped";
+  check_config(cfg, where);
+  Product products[kMaxGemvGroups];
+  GemvPlan plans[kMaxGemvGroups];
+  return plan_products(products, to_products(groups, count, where, products), false, cfg, sm_count, plans);
+}
+
 void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
-  launch({"gemv", Epilogue::Store, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
+  launch_one({"gemv", Epilogue::Store, false, nullptr, 0.0f}, w, x, x, y, stream, cfg);
 }
 
 void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
-  launch({"gemv_residual", Epilogue::Add, false, {x, x}, nullptr, 0.0f}, w, y, stream, cfg);
+  launch_one({"gemv_residual", Epilogue::Add, false, nullptr, 0.0f}, w, x, x, y, stream, cfg);
 }
 
 void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg) {
-  launch({"rmsnorm_gemv", Epilogue::Store, true, {DeviceVec::f32(x), DeviceVec::f32(x)}, gain, eps},
-         w, y, stream, cfg);
+  const DeviceVec xv = DeviceVec::f32(x);
+  launch_one({"rmsnorm_gemv", Epilogue::Store, true, gain, eps}, w, xv, xv, y, stream, cfg);
 }
 
 void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
                    cudaStream_t stream, GemvConfig cfg) {
-  launch({"gemv_silu_mul", Epilogue::SiluMul, false, {x_gate, x_up}, nullptr, 0.0f}, w, y, stream,
-         cfg);
+  launch_one({"gemv_silu_mul", Epilogue::SiluMul, false, nullptr, 0.0f}, w, x_gate, x_up, y, stream, cfg);
+}
+
+void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg) {
+  const char* where = "gemv_grouped";
+  Product products[kMaxGemvGroups];
+  launch({where, Epilogue::Store, false, nullptr, 0.0f}, products, to_products(groups, count, where, products),
+         stream, cfg);
 }
 
 }  // namespace fsvd::cuda

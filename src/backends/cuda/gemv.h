@@ -75,10 +75,35 @@ void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, floa
 void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
                    cudaStream_t stream, GemvConfig cfg = {});
 
+// One product of a grouped launch: y = W·x.
+struct GemvGroup {
+  DeviceMatrix w;
+  DeviceVec x;
+  float* y = nullptr;
+};
+
+constexpr int kMaxGemvGroups = 4;
+
+// y_g = W_g·x_g for groups[0 .. count), 1 <= count <= kMaxGemvGroups, in one
+// launch (the q, k, v second factors of a decode step: one launch cost
+// instead of three). Each W_g follows the layout contract above with its own
+// shape and stride; all share one weight type, and all x_g one dtype (they
+// may overlap, e.g. slices of one packed rank-space vector); the y_g must not
+// overlap each other or any x_g. `cfg` applies to the launch as a whole:
+// every group gets the same warps and the same requested column slices, so
+// with an explicit cfg each y_g is bitwise what gemv(W_g, x_g, y_g, cfg)
+// gives. The automatic choice counts the row tiles of all groups together.
+void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg = {});
+
 // The launch shape the functions above use for W [w_rows, cols] of `weights`
 // values (w_rows counts both halves for gemv_silu_mul, `pairs` true) on a GPU
 // with sm_count SMs.
 GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
                    ElementType weights = ElementType::BF16);
+// The same for gemv_grouped (validates only count and cfg): `tiles` sums the
+// groups' row tiles, `splits` is the CTAs per row tile of every group (the
+// most any group needs; groups with fewer slices leave the rest idle), and
+// `chunk_cols` the widest slice.
+GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count);
 
 }  // namespace fsvd::cuda

@@ -23,20 +23,61 @@ void grow(DeviceBuffer<T>& b, int64_t n) {
   if (b.size() < static_cast<size_t>(n)) b = DeviceBuffer<T>(static_cast<size_t>(n));
 }
 
+// w with its inner dimension widened to the row stride: an exact product when
+// w's padding columns and x's matching columns are zero. Every K is then a
+// multiple of 8 and cuBLAS takes its 16-byte-aligned kernels (measured: the
+// 2-element-aligned ones ran at under half the speed on odd ranks).
+DeviceMatrix padded_k(DeviceMatrix w) {
+  w.cols = w.ld;
+  return w;
+}
+
+// w with its rows rounded up to 8 (DeviceModel allocates the zero rows): a
+// product whose extra outputs are zero, so the next product's padded_k input
+// comes out padded, and cuBLAS gets an output width it vectorizes.
+DeviceMatrix padded_rows(DeviceMatrix w) {
+  w.rows = round_up8(w.rows);
+  return w;
+}
+
+// Zeroes columns [cols, round_up8(cols)) of n bf16 rows of stride ld: the
+// padding a padded_k product reads (ranks differ across layers, so an earlier
+// layer may have left values there).
+void zero_padding(__nv_bfloat16* rows, int64_t ld, int64_t n, int64_t cols, cudaStream_t stream) {
+  const int64_t pad = round_up8(cols) - cols;
+  if (pad == 0) return;
+  FSVD_CUDA_CHECK(cudaMemset2DAsync(rows + cols, ld * sizeof(__nv_bfloat16), 0, pad * sizeof(__nv_bfloat16),
+                                    n, stream));
+}
+
+// Whether a packed part's output is rank-space (a second factor follows):
+// its own second factor, or the layer's stacked gate|up one.
+bool rank_space(const DevicePacked::Part& part, bool stacked_second) { return stacked_second || part.second.data; }
+
+// Width of the rank-space staging layout of a packed linear: each rank-space
+// part's columns start at a multiple of 8.
+int64_t staged_width(const DevicePacked& p, bool stacked_second) {
+  int64_t w = 0;
+  for (const DevicePacked::Part& part : p.parts) w += rank_space(part, stacked_second) ? round_up8(part.rows) : 0;
+  return w;
+}
+
 }  // namespace
 
 Prefill::Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream)
     : weights_(weights), inv_freq_(inv_freq), stream_(stream), gemm_(stream) {
   check(weights.type() == ElementType::BF16, kWhere, "the prefill path needs bf16 weights");
-  int64_t packed = 1, rank = 1;
+  int64_t packed = 1, rank = 1, staged = 8;
   auto rank_of = [](const DeviceLinear& l) { return l.low_rank() ? l.first.rows : 1; };
   rank = rank_of(weights.lm_head());
   for (const DeviceLayer& l : weights.layers()) {
     packed = std::max({packed, l.qkv.first.rows, l.gate_up.first.rows});
     rank = std::max({rank, rank_of(l.o), rank_of(l.down)});
+    staged = std::max({staged, staged_width(l.qkv, false), staged_width(l.gate_up, l.gate_up_second.data)});
   }
   packed_ld_ = round_up8(packed);
   rank_ld_ = round_up8(rank);
+  staged_ld_ = staged;
 }
 
 void Prefill::reserve(int64_t n) {
@@ -53,7 +94,7 @@ void Prefill::reserve(int64_t n) {
   grow(gate_, n * c.intermediate);
   grow(up_, n * c.intermediate);
   grow(hb_, n * c.hidden);
-  grow(packed_b_, n * packed_ld_);
+  grow(staged_b_, n * staged_ld_);
   grow(q_b_, n * q_dim);
   grow(att_b_, n * q_dim);
   grow(rank_b_, n * rank_ld_);
@@ -71,8 +112,8 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
                      bool accumulate) {
   const int64_t out = l.out();
   if (l.low_rank()) {
-    gemm_.run(l.first, x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16);
-    gemm_.run(l.second, rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate);
+    gemm_.run(padded_rows(l.first), x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16);
+    gemm_.run(padded_k(l.second), rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate);
   } else {
     gemm_.run(l.first, x, ldx, n, y, out, ElementType::F32, accumulate);
   }
@@ -83,34 +124,46 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   const ModelConfig& c = weights_.config();
   const DeviceLayer& l = weights_.layers()[index];
   const int64_t ld = packed_ld_;
-  // One packed part's output rows: the second factor applied to its slice of
-  // the packed output (read in bf16), or the slice itself when dense.
+  // The packed first factors' product, then each low-rank part's columns
+  // rounded to bf16 into the staging layout (8-aligned, zero padding) that
+  // its second factor reads; returns each part's staging offset.
+  auto packed_first = [&](const DevicePacked& p, bool stacked_second) {
+    gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
+    std::vector<int64_t> staged;
+    int64_t offset = 0;
+    for (const DevicePacked::Part& part : p.parts) {
+      staged.push_back(offset);
+      if (!rank_space(part, stacked_second)) continue;
+      to_bf16(packed_.data() + part.offset, ld, n, part.rows, staged_b_.data() + offset, staged_ld_, stream_);
+      zero_padding(staged_b_.data() + offset, staged_ld_, n, part.rows, stream_);
+      offset += round_up8(part.rows);
+    }
+    return staged;
+  };
+  // One part's output rows: its second factor applied to its staged columns,
+  // or its slice of the packed output when dense; plus the bias.
   struct Rows {
     float* p;
     int64_t ld;
   };
-  auto part_rows = [&](const DevicePacked::Part& part, float* scratch) {
+  auto part_rows = [&](const DevicePacked::Part& part, int64_t staged, float* scratch) {
     Rows r{packed_.data() + part.offset, ld};
     if (part.second.data) {
-      gemm_.run(part.second, packed_b_.data() + part.offset, ld, n, scratch, part.second.rows, ElementType::F32);
+      gemm_.run(padded_k(part.second), staged_b_.data() + staged, staged_ld_, n, scratch, part.second.rows,
+                ElementType::F32);
       r = {scratch, part.second.rows};
     }
     const int64_t cols = part.second.data ? part.second.rows : part.rows;
     if (part.bias) add_bias(r.p, r.ld, part.bias, n, cols, stream_);
     return r;
   };
-  auto packed_first = [&](const DevicePacked& p) {
-    gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
-    if (std::any_of(p.parts.begin(), p.parts.end(), [](const auto& part) { return part.second.data; }))
-      to_bf16(packed_.data(), ld, n, p.first.rows, packed_b_.data(), ld, stream_);
-  };
 
   // Attention block.
   norm_rows(l.attn_norm, n);
-  packed_first(l.qkv);
-  const Rows q = part_rows(l.qkv.parts[0], q_.data());
-  const Rows k = part_rows(l.qkv.parts[1], k_.data());
-  const Rows v = part_rows(l.qkv.parts[2], v_.data());
+  const std::vector<int64_t> qkv_staged = packed_first(l.qkv, false);
+  const Rows q = part_rows(l.qkv.parts[0], qkv_staged[0], q_.data());
+  const Rows k = part_rows(l.qkv.parts[1], qkv_staged[1], k_.data());
+  const Rows v = part_rows(l.qkv.parts[2], qkv_staged[2], v_.data());
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   rope_store_kv_rows(q.p, q.ld, k.p, k.ld, v.p, v.ld, inv_freq_, pos, static_cast<int>(n), heads, cache,
                      q_b_.data(), stream_);
@@ -120,18 +173,17 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   // MLP block.
   norm_rows(l.mlp_norm, n);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
+  const std::vector<int64_t> staged = packed_first(l.gate_up, l.gate_up_second.data);
   if (l.gate_up_second.data) {
-    gemm_.run(l.gate_up.first, hb_.data(), c.hidden, n, packed_b_.data(), ld, ElementType::BF16);
     const int64_t inter = c.intermediate;
-    gemm_.run(row_slice(l.gate_up_second, 0, inter), packed_b_.data() + gate.offset, ld, n, gate_.data(), inter,
-              ElementType::F32);
-    gemm_.run(row_slice(l.gate_up_second, inter, 2 * inter), packed_b_.data() + up.offset, ld, n, up_.data(),
-              inter, ElementType::F32);
+    gemm_.run(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + staged[0], staged_ld_, n,
+              gate_.data(), inter, ElementType::F32);
+    gemm_.run(padded_k(row_slice(l.gate_up_second, inter, 2 * inter)), staged_b_.data() + staged[1], staged_ld_, n,
+              up_.data(), inter, ElementType::F32);
     silu_mul(gate_.data(), inter, up_.data(), inter, n, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
-    packed_first(l.gate_up);
-    const Rows g = part_rows(gate, gate_.data());
-    const Rows u = part_rows(up, up_.data());
+    const Rows g = part_rows(gate, staged[0], gate_.data());
+    const Rows u = part_rows(up, staged[1], up_.data());
     silu_mul(g.p, g.ld, u.p, u.ld, n, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
   linear(l.down, act_b_.data(), c.intermediate, n, x_.data(), true);

@@ -1,6 +1,6 @@
 // The CUDA GEMVs against a double-precision CPU twin on odd shapes, every
-// epilogue, with and without split-K, for bf16 and fp32 weights. Skips when no
-// GPU is present.
+// epilogue, with and without split-K, for bf16 and fp32 weights, and grouped
+// launches against the separate calls. Skips when no GPU is present.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/gemv.h"
@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/ops.h"
@@ -108,9 +110,13 @@ struct TestVec {
       f32.upload(values);
     }
   }
-  DeviceVec dev() const {
-    return bf16.size() ? DeviceVec::bf16_values(reinterpret_cast<const __nv_bfloat16*>(bf16.data()))
-                       : DeviceVec::f32(f32.data());
+  // The values from `offset` on.
+  DeviceVec dev(int64_t offset = 0) const {
+    return bf16.size() ? DeviceVec::bf16_values(reinterpret_cast<const __nv_bfloat16*>(bf16.data()) + offset)
+                       : DeviceVec::f32(f32.data() + offset);
+  }
+  std::vector<float> slice(int64_t offset, int64_t n) const {
+    return {values.begin() + offset, values.begin() + offset + n};
   }
 };
 
@@ -291,6 +297,137 @@ TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// Products of a grouped launch: W_g [rows, cols] reading x_g, a slice of one
+// packed vector (the rank-space vector of the q, k, v first factors).
+struct TestGroups {
+  std::vector<TestMatrix> w;
+  std::vector<int64_t> offset;  // of x_g in the packed vector
+  int64_t packed = 0;
+
+  TestGroups(const std::vector<std::array<int64_t, 2>>& shapes, uint64_t seed, ElementType type) {
+    w.reserve(shapes.size());
+    for (const auto& [rows, cols] : shapes) {
+      w.emplace_back(rows, cols, ++seed, type);
+      offset.push_back(packed);
+      packed += cols;
+    }
+  }
+  int count() const { return static_cast<int>(w.size()); }
+  std::vector<GemvGroup> groups(const TestVec& x, std::vector<DeviceBuffer<float>>& y) const {
+    std::vector<GemvGroup> g;
+    for (int i = 0; i < count(); ++i) g.push_back({w[i].view(w[i].rows), x.dev(offset[i]), y[i].data()});
+    return g;
+  }
+  std::vector<DeviceBuffer<float>> outputs() const {
+    std::vector<DeviceBuffer<float>> y;
+    for (const TestMatrix& m : w) {
+      y.emplace_back(m.rows);
+      poison_nan(y.back());
+    }
+    return y;
+  }
+  std::vector<double> want(int i, const TestVec& x) const {
+    return w[i].times(0, w[i].rows, x.slice(offset[i], w[i].cols));
+  }
+};
+
+std::string describe(const std::vector<std::array<int64_t, 2>>& shapes) {
+  std::string s;
+  for (const auto& [rows, cols] : shapes) s += "[" + std::to_string(rows) + ", " + std::to_string(cols) + "] ";
+  return s;
+}
+
+// One launch gives each product what its own gemv() gives: bitwise when the
+// launch shape is the same (an explicit config, or one group), else within
+// rounding of the double reference. Covers unequal and odd ranks, products
+// whose columns give fewer slices than the launch's cluster (idle CTAs), and
+// products wider than one slice.
+TEST_P(CudaGemvTyped, GroupedMatchesSeparateCallsOnOddShapes) {
+  const ElementType type = GetParam();
+  const std::vector<std::vector<std::array<int64_t, 2>>> sets = {
+      {{129, 1491}},
+      {{1000, 1024}, {7, 683}},
+      {{1000, 1024}, {129, 683}, {1, 1491}},
+      {{7, 8}, {1000, 4096}, {129, 1}},
+      {{129, 11008}, {7, 1491}, {1000, 8}, {1, 4096}},
+  };
+  uint64_t seed = 500;
+  double worst = 0;
+  for (const auto& shapes : sets) {
+    const TestGroups set(shapes, seed += 10, type);
+    for (bool x_bf16 : {false, true}) {
+      const TestVec x(set.packed, ++seed, x_bf16);
+      for (GemvConfig cfg : kConfigs) {
+        for (bool early : {false, true}) {
+          cfg.early_weights = early;
+          SCOPED_TRACE(describe(shapes) + (x_bf16 ? "x bf16 " : "x fp32 ") + describe(cfg) +
+                       (early ? " early" : ""));
+          std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
+          const std::vector<GemvGroup> groups = set.groups(x, y);
+          gemv_grouped(groups.data(), set.count(), nullptr, cfg);
+          for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
+          const bool same_shape = cfg.splits > 0 || set.count() == 1;
+          for (int i = 0; i < set.count(); ++i) {
+            const std::vector<float> out = y[i].download(), ref = alone[i].download();
+            const double err = relative_error(out, set.want(i, x));
+            EXPECT_LT(err, kTolerance) << "group " << i;
+            worst = std::max(worst, err);
+            if (same_shape)
+              EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
+          }
+        }
+      }
+    }
+  }
+  RecordProperty("worst_rel_error", ::testing::PrintToString(worst));
+}
+
+// The decode chain: a GEMV writes the packed rank-space vector, the grouped
+// launch with early_weights reads slices of it; every input is poisoned first.
+TEST_P(CudaGemvTyped, GroupedEarlyWeightsWaitsForThePreviousKernelsOutput) {
+  const ElementType type = GetParam();
+  const TestGroups set({{129, 1024}, {1000, 683}, {7, 293}}, 600, type);
+  const TestMatrix first(set.packed, 4096, 610, type);
+  const TestVec x(4096, 611, false);
+  DeviceBuffer<float> packed(set.packed);
+  std::vector<DeviceBuffer<float>> y = set.outputs();
+  std::vector<GemvGroup> groups;
+  for (int i = 0; i < set.count(); ++i)
+    groups.push_back({set.w[i].view(set.w[i].rows), DeviceVec::f32(packed.data() + set.offset[i]), y[i].data()});
+  cudaStream_t stream = nullptr;
+  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
+  auto chain = [&] {
+    gemv(first.view(set.packed), x.dev(), packed.data(), stream, {0, 0, true});
+    gemv_grouped(groups.data(), set.count(), stream, {0, 0, true});
+  };
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  chain();
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (bool graphed : {false, true}) {
+    SCOPED_TRACE(graphed ? "graph replay" : "stream");
+    poison_nan(packed);
+    for (DeviceBuffer<float>& yi : y) poison_nan(yi);
+    if (graphed)
+      FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    else
+      chain();
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<float> t = packed.download();
+    EXPECT_LT(relative_error(t, first.times(0, set.packed, x.values)), kTolerance);
+    for (int i = 0; i < set.count(); ++i) {
+      const std::vector<float> slice(t.begin() + set.offset[i], t.begin() + set.offset[i] + set.w[i].cols);
+      EXPECT_LT(relative_error(y[i].download(), set.w[i].times(0, set.w[i].rows, slice)), kTolerance)
+          << "group " << i;
+    }
+  }
+  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
+  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
 INSTANTIATE_TEST_SUITE_P(Weights, CudaGemvTyped, ::testing::ValuesIn(kTypes),
                          [](const auto& info) { return type_name(info.param); });
 
@@ -326,6 +463,29 @@ TEST_F(CudaGemv, RejectsLayoutsItCannotRead) {
   expect_error([&] { gemv({base, 4, 16, 16}, xv, y.data(), nullptr, {0, 9}); }, "splits");
 }
 
+TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
+  DeviceBuffer<uint16_t> buf(64 * 16);
+  DeviceBuffer<float> x(64), y(64);
+  const auto* base = reinterpret_cast<const __nv_bfloat16*>(buf.data());
+  const DeviceVec xv = DeviceVec::f32(x.data());
+  const DeviceMatrix ok{base, 4, 16, 16};
+  const GemvGroup good{ok, xv, y.data()};
+  auto grouped = [&](std::vector<GemvGroup> g, GemvConfig cfg = {}) {
+    return [g, cfg] { gemv_grouped(g.data(), static_cast<int>(g.size()), nullptr, cfg); };
+  };
+  expect_error([&] { gemv_grouped(nullptr, 1, nullptr); }, "null group list");
+  expect_error(grouped({}), "0 groups");
+  expect_error(grouped({good, good, good, good, good}), "5 groups");
+  expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, y.data()}}), "another type");
+  expect_error(grouped({good, {ok, DeviceVec::bf16_values(base), y.data()}}), "one dtype");
+  expect_error(grouped({good, {{base, 4, 16, 12}, xv, y.data()}}), "group 1: row stride 12");
+  expect_error(grouped({good, good, {ok, xv, nullptr}}), "group 2: null output");
+  expect_error(grouped({good, {ok, DeviceVec::f32(nullptr), y.data()}}), "non-null");
+  expect_error(grouped({{{base + 1, 4, 16, 16}, xv, y.data()}, good}), "16-byte aligned");
+  expect_error(grouped({good, good}, {9, 0}), "warps");
+  expect_error([&] { plan_gemv_grouped(&good, 0, {}, 132); }, "0 groups");
+}
+
 // Launch-shape invariants, checked without a GPU.
 TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
   for (ElementType type : kTypes) {
@@ -357,6 +517,34 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
     EXPECT_GE(narrow.tiles * narrow.splits, 132);
     EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
   }
+}
+
+// A grouped launch of one product is planned like the single GEMV; more
+// products share the wave, and the cluster is as large as the widest needs.
+TEST(GemvPlan, GroupedPlanCountsAllGroupsTiles) {
+  auto group = [](int64_t rows, int64_t cols, ElementType type) {
+    return GemvGroup{{nullptr, rows, cols, cols, type}, {}, nullptr};
+  };
+  for (ElementType type : kTypes)
+    for (int64_t rows : {2, 258, 4096})
+      for (int64_t cols : {1, 1491, 4096, 32768})
+        for (GemvConfig cfg : kConfigs) {
+          const GemvGroup one = group(rows, cols, type);
+          const GemvPlan a = plan_gemv(rows, cols, false, cfg, 132, type), b = plan_gemv_grouped(&one, 1, cfg, 132);
+          EXPECT_EQ(std::make_tuple(a.warps, a.splits, a.chunk_cols, a.tiles),
+                    std::make_tuple(b.warps, b.splits, b.chunk_cols, b.tiles));
+        }
+  // LLaMA-7B q, k, v second factors: 3 x 128 tiles of 8 warps fill one wave unsplit.
+  const GemvGroup qkv[] = {group(4096, 1024, ElementType::BF16), group(4096, 1024, ElementType::BF16),
+                           group(4096, 1024, ElementType::BF16)};
+  const GemvPlan p = plan_gemv_grouped(qkv, 3, {}, 132);
+  EXPECT_EQ(p.tiles, 384);
+  EXPECT_EQ(p.splits, 1);
+  // 11008 columns need 3 slices of <= 4096; the 8-column product gets one and idles the rest.
+  const GemvGroup wide[] = {group(129, 11008, ElementType::BF16), group(7, 8, ElementType::BF16)};
+  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1}, 132);
+  EXPECT_EQ(w.splits, 3);
+  EXPECT_EQ(w.tiles, 5 + 1);
 }
 
 }  // namespace

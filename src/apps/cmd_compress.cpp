@@ -1,0 +1,113 @@
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "apps/commands.h"
+#include "apps/model_flags.h"
+#include "apps/output_dir.h"
+#include "apps/session.h"
+#include "apps/store_tokenizer.h"
+#include "compress/calibration.h"
+#include "compress/compressor.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "families/native_family.h"
+
+namespace fsvd {
+namespace {
+
+struct CompressFlags {
+  double keep = 0;
+  std::string out;
+  std::string method = "whiten";
+  std::string allocation = "uniform";
+  std::string calib;
+  int64_t calib_tokens = 32768;
+  int calib_ctx = 0;
+  double stats_gib = 2;
+  std::string dtype = "f32";
+  bool force = false;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), path, "cannot open the calibration text");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void run(const ModelFlags& mf, const CompressFlags& f) {
+  check(f.keep > 0 && f.keep < 1, "--ratio", "the kept parameter ratio must be in (0, 1), got ", f.keep);
+  CompressOptions options;
+  options.keep = f.keep;
+  options.method = f.method == "svd" ? CompressMethod::Svd : CompressMethod::Whiten;
+  options.allocation = f.allocation == "loss" ? RankAllocation::Loss : RankAllocation::Uniform;
+  options.window = f.calib_ctx;
+  options.threads = mf.threads;
+  options.stats_budget_bytes = static_cast<int64_t>(f.stats_gib * double(int64_t{1} << 30));
+  options.progress = log_info;
+  const bool whiten = options.method == CompressMethod::Whiten;
+  check(!whiten || !f.calib.empty(), "--calib", "whitening needs a calibration text (or use --method svd)");
+
+  const std::string input = resolve_model_path(mf);
+  check_output_dir(input, f.out, f.force);
+  Session s = open_session(mf, whiten);
+  std::vector<int32_t> calibration;
+  if (whiten) {
+    calibration = calibration_tokens(*s.tokenizer, read_text(f.calib), f.calib_tokens);
+    if (static_cast<int64_t>(calibration.size()) < f.calib_tokens)
+      log_info("note: " + f.calib + " has only " + std::to_string(calibration.size()) + " tokens; using all");
+  }
+  Compressed c = compress_model(s.model, calibration, options);
+  if (whiten) {
+    c.provenance["calibration"]["file"] = f.calib;
+    c.provenance["calibration"]["slice"] = "last " + std::to_string(calibration.size()) + " tokens";
+  }
+  const std::map<std::string, DType> dtypes = {{"f32", DType::F32}, {"f16", DType::F16}, {"bf16", DType::BF16}};
+  c.provenance["command"] = "flashsvd compress";
+  save_native(c.model, f.out, NativeSaveOptions{dtypes.at(f.dtype), c.provenance});
+  const bool with_tokenizer = !store_tokenizer(input, mf.tokenizer, f.out).empty();
+  log_info("wrote " + f.out + (with_tokenizer ? " (with the tokenizer)" : ""));
+}
+
+}  // namespace
+
+void add_compress_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "compress", "Compress a dense model into low-rank factors (SVD-LLM whitening or plain SVD), saved natively");
+  auto mf = add_model_flags(*cmd, true);
+  cmd->remove_option(cmd->get_option("--device"));  // calibration runs on the CPU executor
+  auto f = std::make_shared<CompressFlags>();
+  cmd->add_option("--ratio", f->keep, "Kept parameter ratio of every compressed matrix type, in (0, 1)")
+      ->required();
+  cmd->add_option("-o,--output", f->out, "Output directory, native format (created; must be empty unless --force)")
+      ->required();
+  cmd->add_option("--method", f->method, "whiten (SVD-LLM truncation-aware whitening) or svd (plain, no data)")
+      ->check(CLI::IsMember({"whiten", "svd"}))
+      ->capture_default_str();
+  cmd->add_option("--allocation", f->allocation,
+                  "uniform ranks, or loss: per-matrix ranks within each type chosen by truncation loss")
+      ->check(CLI::IsMember({"uniform", "loss"}))
+      ->capture_default_str();
+  cmd->add_option("--calib", f->calib, "Calibration text file (needed by whiten)");
+  cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text")
+      ->check(CLI::Range(int64_t{1}, INT64_MAX))
+      ->capture_default_str();
+  cmd->add_option("--calib-ctx", f->calib_ctx, "Calibration window in tokens (default: model context, at most 2048)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--stats-gib", f->stats_gib,
+                  "Memory for calibration statistics; layers that fit share one pass over the text")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->dtype, "Stored dtype of the matrices")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  cmd->add_flag("--force", f->force, "Replace the model files in a non-empty output directory");
+  cmd->callback([mf, f] { run(*mf, *f); });
+}
+
+}  // namespace fsvd

@@ -1,0 +1,98 @@
+// flashsvd convert: any supported checkpoint → the native format (a directory
+// of model.safetensors + flashsvd.json + the tokenizer), which loads fastest.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "apps/commands.h"
+#include "apps/model_flags.h"
+#include "apps/store_tokenizer.h"
+#include "core/error.h"
+#include "families/load.h"
+#include "families/native_family.h"
+#include "model/summary.h"
+#include "tokenizer/load_tokenizer.h"
+
+namespace fsvd {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ConvertFlags {
+  std::string input;  // positional, or -m
+  std::string out;
+  std::string dtype = "f32";
+  std::string tokenizer;
+  bool force = false;
+};
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f16") return DType::F16;
+  if (s == "bf16") return DType::BF16;
+  return DType::F32;
+}
+
+// The output must be new or empty (or --force), and never the input itself.
+void check_output(const std::string& in, const ConvertFlags& f) {
+  std::error_code ec;
+  if (!fs::exists(f.out)) return;
+  check(fs::is_directory(f.out), f.out, "exists and is not a directory");
+  check(!fs::equivalent(in, f.out, ec), f.out, "is the input; write the converted model elsewhere");
+  check(f.force || fs::is_empty(f.out), f.out, "is not empty; pass --force to replace the model in it");
+}
+
+void run(ModelFlags mf, const ConvertFlags& f) {
+  check(f.input.empty() || mf.model.empty() || f.input == mf.model, "convert",
+        "give the input once: as the positional argument or as -m");
+  if (!f.input.empty()) mf.model = f.input;
+  const std::string in = resolve_model_path(mf);
+  check_output(in, f);
+
+  std::fprintf(stderr, "loading %s\n", in.c_str());
+  const Model model = load_model(in, LoadOptions{mf.family});
+  NativeSaveOptions options;
+  options.dtype = parse_dtype(f.dtype);
+  options.provenance = {{"command", "flashsvd convert"}};
+  save_native(model, f.out, options);
+
+  const std::vector<std::string> tokenizer = store_tokenizer(in, f.tokenizer, f.out);
+  if (tokenizer.empty()) {
+    std::fprintf(stderr, "note: %s carries no tokenizer; pass --tokenizer to convert (or to generate) to add one\n",
+                 in.c_str());
+  } else {
+    const auto tok = load_tokenizer(f.out, "");  // the copy must load as the source did
+    check(tok->vocab_size() <= model.config.vocab, f.out, "tokenizer has ", tok->vocab_size(),
+          " tokens but the model only ", model.config.vocab);
+  }
+
+  const ModelSummary s = summarize(model);
+  std::string names;
+  for (const std::string& n : tokenizer) names += " " + n;
+  std::fprintf(stderr,
+               "wrote %s: %s model, %lld parameters (dense equivalent %lld), %zu shared factors, "
+               "matrices as %s, %.1f MB%s%s\n",
+               f.out.c_str(), model.family.c_str(), static_cast<long long>(s.unique_params),
+               static_cast<long long>(s.dense_params), s.shared.size(), dtype_name(options.dtype).c_str(),
+               fs::file_size(fs::path(f.out) / kNativeWeightsFile) / 1e6, tokenizer.empty() ? "" : ", tokenizer:",
+               names.c_str());
+}
+
+}  // namespace
+
+void add_convert_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "convert", "Write a model in flashsvd's native format (safetensors + flashsvd.json), the fastest to load");
+  auto mf = add_model_flags(*cmd, false);
+  auto f = std::make_shared<ConvertFlags>();
+  cmd->add_option("input", f->input, "Model file or directory to convert (or -m)");
+  cmd->add_option("-o,--output", f->out, "Output directory (created; must be empty unless --force)")->required();
+  cmd->add_option("--dtype", f->dtype, "Storage of the matrices: f32 (exact), f16 or bf16; norms stay f32")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "Tokenizer to store with the model when the checkpoint has none (llama2.c tokenizer.bin, "
+                  ".model, tokenizer.json)");
+  cmd->add_flag("--force", f->force, "Replace the model files in a non-empty output directory");
+  cmd->callback([mf, f] { run(*mf, *f); });
+}
+
+}  // namespace fsvd

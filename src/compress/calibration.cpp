@@ -1,0 +1,64 @@
+#include "compress/calibration.h"
+
+#include <algorithm>
+#include <span>
+
+#include "core/error.h"
+
+namespace fsvd {
+namespace {
+
+constexpr LinearInput kInputs[] = {LinearInput::Qkv, LinearInput::O, LinearInput::GateUp, LinearInput::Down};
+
+}  // namespace
+
+int64_t linear_input_dim(const ModelConfig& c, LinearInput input) {
+  switch (input) {
+    case LinearInput::Qkv:
+    case LinearInput::GateUp: return c.hidden;
+    case LinearInput::O: return int64_t{c.n_heads} * c.head_dim;
+    case LinearInput::Down: return c.intermediate;
+  }
+  return 0;
+}
+
+std::vector<int32_t> calibration_tokens(const Tokenizer& tokenizer, const std::string& text, int64_t count) {
+  check(count > 0, "calibration", "token count must be positive, got ", count);
+  std::vector<int32_t> ids = tokenizer.encode(text, tokenizer.adds_bos());
+  if (static_cast<int64_t>(ids.size()) > count) ids.erase(ids.begin(), ids.end() - count);
+  return ids;
+}
+
+Calibration::Calibration(const Model& dense, std::vector<int32_t> tokens, int window, int threads)
+    : dense_(dense), tokens_(std::move(tokens)), window_(window), executor_(dense, window, threads) {
+  check(!tokens_.empty(), "calibration", "no calibration tokens");
+}
+
+int64_t Calibration::bytes_per_layer() const {
+  int64_t total = 0;
+  for (LinearInput input : kInputs) {
+    const int64_t dim = linear_input_dim(dense_.config, input);
+    total += dim * dim * static_cast<int64_t>(sizeof(double));
+  }
+  return total;
+}
+
+std::vector<LayerGrams> Calibration::layer_grams(int first, int last) {
+  check(0 <= first && first < last && last <= dense_.config.n_layers, "calibration", "layer range [", first, ", ",
+        last, ") outside the model's ", dense_.config.n_layers, " layers");
+  std::vector<LayerGrams> grams(last - first);
+  for (LayerGrams& g : grams)
+    for (LinearInput input : kInputs) g.emplace_back(linear_input_dim(dense_.config, input));
+
+  executor_.set_observer([&](int layer, LinearInput input, const float* rows, int64_t n, int64_t) {
+    if (layer >= first && layer < last) grams[layer - first][static_cast<int>(input)].add(rows, n);
+  });
+  std::vector<float> logits;
+  const std::span<const int32_t> all(tokens_);
+  for (int64_t start = 0; start < tokens(); start += window_)
+    executor_.forward(all.subspan(start, std::min<int64_t>(window_, tokens() - start)), 0, false, logits);
+  executor_.set_observer(nullptr);
+  return grams;
+}
+
+}  // namespace fsvd

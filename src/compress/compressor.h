@@ -1,0 +1,47 @@
+#pragma once
+// Compresses a dense model into low-rank factors: SVD-LLM's truncation-aware
+// whitening (or plain SVD as a baseline), uniform or loss-guided ranks. Every
+// q, k, v, o, gate, up and down becomes first [r, in], second [out, r];
+// embeddings, norms and lm_head stay as they are (shared with the dense model,
+// which is never modified).
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace fsvd {
+
+enum class CompressMethod { Whiten, Svd };
+enum class RankAllocation { Uniform, Loss };
+
+struct CompressOptions {
+  double keep = 0.6;  // kept parameter ratio of each compressed type, in (0, 1)
+  CompressMethod method = CompressMethod::Whiten;
+  RankAllocation allocation = RankAllocation::Uniform;
+  int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
+  int threads = 0;  // CPU threads, 0: all
+  // Calibration statistics held at once: as many layers as fit (at least one);
+  // each calibration pass over the text serves that many layers.
+  int64_t stats_budget_bytes = int64_t{2} << 30;
+  std::function<void(const std::string&)> progress;  // one line per step, may be empty
+};
+
+struct Compressed {
+  Model model;  // packed and validated
+  // method, keep ratio, allocation, calibration, per-matrix ranks and
+  // relative truncation losses, parameter counts.
+  nlohmann::json provenance;
+};
+
+// `calibration` is the token sequence whitening runs the dense model over
+// (ignored by plain SVD). Throws Error for a model with low-rank linears,
+// options out of range, or whitening without calibration tokens.
+Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibration, const CompressOptions& options);
+
+std::string method_name(CompressMethod method);
+std::string allocation_name(RankAllocation allocation);
+
+}  // namespace fsvd

@@ -1,0 +1,112 @@
+// `flashsvd compress` and `flashsvd ppl` as a user runs them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "testing/cli_run.h"
+#include "testing/data_paths.h"
+
+namespace fsvd {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+class CompressPplCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = testing::shared_data("models/stories260K/stories260K.bin");
+    tok_ = testing::shared_data("models/stories260K/tok512.bin");
+    text_ = testing::shared_data("text/tinystories_val_head.txt");
+    if (model_.empty() || tok_.empty() || text_.empty()) GTEST_SKIP() << "stories260K or TinyStories text not found";
+    out_ = fs::temp_directory_path() / ("flashsvd_compress_cli_" + std::to_string(::getpid()));
+  }
+  void TearDown() override {
+    if (!out_.empty()) fs::remove_all(out_);
+  }
+  std::string model_, tok_, text_;
+  fs::path out_;
+};
+
+TEST_F(CompressPplCli, PplPrintsALineOrJson) {
+  const std::string base = "ppl -m " + model_ + " --tokenizer " + tok_ + " --text " + text_ + " --ctx 256 --max-windows 4";
+  const testing::CliResult line = run_cli(base + " --device cpu");
+  ASSERT_EQ(line.exit_code, 0) << line.err;
+  EXPECT_EQ(line.out.rfind("perplexity ", 0), 0u) << line.out;
+  EXPECT_NE(line.out.find("over 4 windows of 256 tokens (1020 predictions)"), std::string::npos) << line.out;
+
+  const testing::CliResult json = run_cli(base + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["windows"], 4);
+  EXPECT_EQ(j["predictions"], 4 * 255);
+  EXPECT_EQ(j["ctx"], 256);
+  const double ppl = j["perplexity"];
+  EXPECT_GT(ppl, 2.0);  // stories260K on TinyStories: about 3.7 (shared/data README)
+  EXPECT_LT(ppl, 6.0);
+  EXPECT_NEAR(std::exp(j["nll"].get<double>()), ppl, 1e-9 * ppl);
+}
+
+TEST_F(CompressPplCli, PplErrorsAreClear) {
+  EXPECT_NE(run_cli("ppl -m " + model_ + " --tokenizer " + tok_).exit_code, 0);  // --text is required
+  const testing::CliResult missing = run_cli("ppl -m " + model_ + " --tokenizer " + tok_ + " --text /nonexistent.txt");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent.txt"), std::string::npos) << missing.err;
+  const fs::path tiny = fs::temp_directory_path() / "flashsvd_ppl_tiny.txt";
+  { std::ofstream(tiny) << "Once upon a time"; }
+  const testing::CliResult short_text =
+      run_cli("ppl -m " + model_ + " --tokenizer " + tok_ + " --text " + tiny.string() + " --ctx 64");
+  fs::remove(tiny);
+  EXPECT_EQ(short_text.exit_code, 1);
+  EXPECT_NE(short_text.err.find("fewer than one window"), std::string::npos) << short_text.err;
+}
+
+TEST_F(CompressPplCli, CompressWritesAModelThatInfoAndPplRead) {
+  const testing::CliResult c = run_cli("compress -m " + model_ + " --tokenizer " + tok_ + " --ratio 0.6 --calib " +
+                                       text_ + " --calib-tokens 4096 -t 1 -o " + out_.string());
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_TRUE(c.out.empty()) << c.out;  // progress goes to stderr
+  EXPECT_NE(c.err.find("calibrating layers 0..4 on 4096 tokens"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("layer 5/5: ranks q 19 k 12 v 12 o 19 gate 27 up 27 down 27"), std::string::npos) << c.err;
+
+  const testing::CliResult info = run_cli("info --json -m " + out_.string());
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json j = nlohmann::json::parse(info.out);
+  int low_rank = 0;
+  for (const auto& l : j["linears"]) low_rank += l["rank"].get<int>() > 0;
+  EXPECT_EQ(low_rank, 5 * 7);  // lm_head stays dense
+
+  // The tokenizer travels with the compressed model.
+  const testing::CliResult ppl =
+      run_cli("ppl --json -m " + out_.string() + " --text " + text_ + " --ctx 256 --max-windows 4");
+  ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
+  EXPECT_GT(nlohmann::json::parse(ppl.out)["perplexity"].get<double>(), 2.0);
+
+  // An existing model is replaced only with --force.
+  const std::string again = "compress -m " + model_ + " --ratio 0.8 --method svd -t 1 -o " + out_.string();
+  const testing::CliResult refused = run_cli(again);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(run_cli(again + " --force").exit_code, 0);
+}
+
+TEST_F(CompressPplCli, CompressRejectsBadSettings) {
+  const std::string base = "compress -m " + model_ + " --tokenizer " + tok_ + " -o " + out_.string();
+  const testing::CliResult ratio = run_cli(base + " --ratio 1.5 --method svd");
+  EXPECT_EQ(ratio.exit_code, 1);
+  EXPECT_NE(ratio.err.find("--ratio"), std::string::npos) << ratio.err;
+  const testing::CliResult calib = run_cli(base + " --ratio 0.5");
+  EXPECT_EQ(calib.exit_code, 1);
+  EXPECT_NE(calib.err.find("--calib"), std::string::npos) << calib.err;
+  EXPECT_NE(run_cli(base + " --ratio 0.5 --method magic").exit_code, 0);
+  EXPECT_NE(run_cli(base + " --ratio 0.5 --device cuda --method svd").exit_code, 0);  // calibration is CPU-only
+  EXPECT_FALSE(fs::exists(out_));
+}
+
+}  // namespace
+}  // namespace fsvd

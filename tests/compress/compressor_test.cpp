@@ -1,0 +1,181 @@
+#include "compress/compressor.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "compress/rank_allocation.h"
+#include "compress/whitening.h"
+#include "testing/fails_with.h"
+#include "testing/random_model.h"
+
+namespace fsvd {
+namespace {
+
+using test::fails_with;
+
+Model dense_model(int layers = 3) {
+  testing::RandomModelSpec spec;
+  spec.config = testing::small_config(32, 48, layers, 4, 2, 8, 64, 64);
+  spec.qkv_bias = true;
+  spec.seed = 21;
+  return testing::random_model(spec);
+}
+
+std::vector<int32_t> random_tokens(int n, int vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, vocab - 1);
+  std::vector<int32_t> ids(n);
+  for (int32_t& t : ids) t = dist(rng);
+  return ids;
+}
+
+CompressOptions small_options() {
+  CompressOptions o;
+  o.keep = 0.6;
+  o.window = 32;
+  o.threads = 1;
+  return o;
+}
+
+// second·first of a low-rank linear, [out, in].
+std::vector<double> reconstruct(const Linear& l) {
+  const int64_t out = l.out(), in = l.in(), r = l.rank();
+  std::vector<double> w(out * in, 0.0);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t k = 0; k < r; ++k)
+      for (int64_t i = 0; i < in; ++i) w[o * in + i] += double(l.second.data()[o * r + k]) * l.first.data()[k * in + i];
+  return w;
+}
+
+const Linear Layer::*const kMembers[] = {&Layer::q, &Layer::k, &Layer::v, &Layer::o,
+                                         &Layer::gate, &Layer::up, &Layer::down};
+
+TEST(Compressor, FactorsEveryProjectionAndLeavesTheDenseModelAlone) {
+  const Model dense = dense_model();
+  const float* q0 = dense.layers[0].q.first.data();
+  const std::vector<float> q0_values(q0, q0 + dense.layers[0].q.first.numel());
+  const Compressed c = compress_model(dense, random_tokens(200, 64, 1), small_options());
+
+  for (size_t l = 0; l < dense.layers.size(); ++l)
+    for (const auto member : kMembers) {
+      const Linear& from = dense.layers[l].*member;
+      const Linear& to = c.model.layers[l].*member;
+      EXPECT_FALSE(from.low_rank());
+      ASSERT_TRUE(to.low_rank());
+      EXPECT_EQ(to.rank(), uniform_rank(from.out(), from.in(), 0.6));
+      EXPECT_EQ(to.bias.storage_id(), from.bias.storage_id());
+    }
+  EXPECT_TRUE(std::equal(q0_values.begin(), q0_values.end(), q0));
+  EXPECT_EQ(c.model.embed.storage_id(), dense.embed.storage_id());
+  EXPECT_EQ(c.model.lm_head.first.storage_id(), dense.lm_head.first.storage_id());
+  EXPECT_FALSE(c.model.lm_head.low_rank());
+
+  const nlohmann::json& p = c.provenance;
+  EXPECT_EQ(p["method"], "whiten");
+  EXPECT_EQ(p["allocation"], "uniform");
+  EXPECT_EQ(p["keep_ratio"], 0.6);
+  EXPECT_EQ(p["calibration"]["tokens"], 200);
+  EXPECT_EQ(p["calibration"]["windows"], 7);  // 6 of 32 tokens and one of 8
+  EXPECT_EQ(p["ranks"]["down"], (std::vector<int64_t>{11, 11, 11}));  // int(32·48·0.6 / 80)
+  EXPECT_EQ(p["params"], c.model.unique_params());
+  EXPECT_LT(c.model.unique_params(), dense.unique_params());
+
+  CpuExecutor ex(c.model, 16, 1);
+  std::vector<float> logits;
+  ex.forward(random_tokens(10, 64, 2), 0, true, logits);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(Compressor, WhitensWithTheDenseActivationsOfEachLayer) {
+  const Model dense = dense_model();
+  const std::vector<int32_t> tokens = random_tokens(100, 64, 3);
+  const Compressed c = compress_model(dense, tokens, small_options());
+
+  // Last layer's down projection, by hand: its input statistics from the dense
+  // model over the same windows, then the whitened factors at the same rank.
+  const int last = dense.config.n_layers - 1;
+  Gram gram(dense.config.intermediate);
+  CpuExecutor ex(dense, 32, 1);
+  ex.set_observer([&](int layer, LinearInput input, const float* rows, int64_t n, int64_t) {
+    if (layer == last && input == LinearInput::Down) gram.add(rows, n);
+  });
+  std::vector<float> logits;
+  for (size_t start = 0; start < tokens.size(); start += 32)
+    ex.forward(std::span(tokens).subspan(start, std::min<size_t>(32, tokens.size() - start)), 0, false, logits);
+  const Linear& down = dense.layers[last].down;
+  const LowRank lr = whitened_low_rank(down.first, cholesky_whitening(gram), c.model.layers[last].down.rank());
+  const std::vector<double> want = reconstruct(Linear{lr.first, lr.second, {}});
+  const std::vector<double> got = reconstruct(c.model.layers[last].down);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+TEST(Compressor, StatisticsBudgetChangesPassesNotResults) {
+  const Model dense = dense_model();
+  const std::vector<int32_t> tokens = random_tokens(80, 64, 4);
+  CompressOptions one_pass = small_options();
+  std::vector<std::string> lines;
+  CompressOptions per_layer = small_options();
+  per_layer.stats_budget_bytes = 1;  // one layer per pass
+  per_layer.progress = [&](const std::string& line) { lines.push_back(line); };
+  const Compressed a = compress_model(dense, tokens, one_pass);
+  const Compressed b = compress_model(dense, tokens, per_layer);
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("calibrating", 0) == 0; }),
+            dense.config.n_layers);
+  for (size_t l = 0; l < dense.layers.size(); ++l)
+    for (const auto member : kMembers) EXPECT_EQ(reconstruct(a.model.layers[l].*member), reconstruct(b.model.layers[l].*member));
+}
+
+TEST(Compressor, LossAllocationKeepsTheParameterBudgetWithUnevenRanks) {
+  const Model dense = dense_model(4);
+  const std::vector<int32_t> tokens = random_tokens(160, 64, 5);
+  CompressOptions options = small_options();
+  const Compressed uniform = compress_model(dense, tokens, options);
+  options.allocation = RankAllocation::Loss;
+  const Compressed loss = compress_model(dense, tokens, options);
+  EXPECT_EQ(loss.provenance["allocation"], "loss");
+  EXPECT_EQ(loss.model.unique_params(), uniform.model.unique_params());
+  bool uneven = false;
+  for (const auto& [name, ranks] : loss.provenance["ranks"].items()) {
+    const std::vector<int64_t> r = ranks;
+    int64_t sum = 0;
+    for (int64_t v : r) sum += v;
+    EXPECT_EQ(sum, uniform.provenance["ranks"][name][0].get<int64_t>() * 4) << name;
+    uneven |= *std::min_element(r.begin(), r.end()) != *std::max_element(r.begin(), r.end());
+  }
+  EXPECT_TRUE(uneven);
+}
+
+TEST(Compressor, PlainSvdNeedsNoCalibration) {
+  const Model dense = dense_model();
+  CompressOptions options = small_options();
+  options.method = CompressMethod::Svd;
+  const Compressed c = compress_model(dense, {}, options);
+  EXPECT_EQ(c.provenance["method"], "svd");
+  EXPECT_FALSE(c.provenance.contains("calibration"));
+  // The best rank-r fit of the weight itself.
+  const Linear& w = dense.layers[1].up;
+  const LowRank lr = whitened_low_rank(w.first, Whitening::identity(w.in()), c.model.layers[1].up.rank());
+  const std::vector<double> want = reconstruct(Linear{lr.first, lr.second, {}});
+  const std::vector<double> got = reconstruct(c.model.layers[1].up);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6);
+}
+
+TEST(Compressor, RejectsWhatItCannotCompress) {
+  const Model dense = dense_model();
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, {}, small_options()); }, "calibration"));
+  CompressOptions bad = small_options();
+  bad.keep = 1.5;
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "ratio"));
+  const Compressed once = compress_model(dense, random_tokens(40, 64, 6), small_options());
+  EXPECT_TRUE(fails_with([&] { compress_model(once.model, random_tokens(40, 64, 6), small_options()); },
+                         "already low-rank"));
+}
+
+}  // namespace
+}  // namespace fsvd
