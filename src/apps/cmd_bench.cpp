@@ -50,14 +50,19 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
     ex.forward(tokens, 0, false, logits);
     prefill_ms = std::min(prefill_ms, ms_since(start));
   }
+  // Greedy decode; on a device-sampling backend only the token id comes back.
   const auto decode_start = std::chrono::steady_clock::now();
   int32_t next = argmax(logits);
   double first_ms = 0;
   for (int i = 0; i < gen; ++i) {
     const auto step = std::chrono::steady_clock::now();
-    ex.forward({&next, 1}, prompt + i, false, logits);
+    if (ex.samples_on_device()) {
+      next = ex.forward_next({&next, 1}, prompt + i, SamplingParams{});
+    } else {
+      ex.forward({&next, 1}, prompt + i, false, logits);
+      next = argmax(logits);
+    }
     if (i == 0) first_ms = ms_since(step);
-    next = argmax(logits);
   }
   const double decode_total = ms_since(decode_start);
   const double per_token = gen > 1 ? (decode_total - first_ms) / (gen - 1) : first_ms;
@@ -137,7 +142,7 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
 
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure prefill and decode speed over prompt lengths and graph modes");
-  auto mf = add_model_flags(*cmd, true);
+  auto mf = add_model_flags(*cmd, ModelUse::any_device);
   auto f = std::make_shared<BenchFlags>();
   cmd->add_option("--synthetic", f->synthetic, "Random weights of a known architecture instead of -m (" +
                                                    [] {

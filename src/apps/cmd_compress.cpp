@@ -79,8 +79,7 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
 void add_compress_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "compress", "Compress a dense model into low-rank factors (SVD-LLM whitening or plain SVD), saved natively");
-  auto mf = add_model_flags(*cmd, true);
-  cmd->remove_option(cmd->get_option("--device"));  // calibration runs on the CPU executor
+  auto mf = add_model_flags(*cmd, ModelUse::cpu);
   auto f = std::make_shared<CompressFlags>();
   cmd->add_option("--ratio", f->keep, "Kept parameter ratio of every compressed matrix type, in (0, 1)")
       ->required();

@@ -6,6 +6,7 @@
 
 #include "apps/commands.h"
 #include "apps/model_flags.h"
+#include "apps/output_dir.h"
 #include "apps/store_tokenizer.h"
 #include "core/error.h"
 #include "families/load.h"
@@ -32,21 +33,12 @@ DType parse_dtype(const std::string& s) {
   return DType::F32;
 }
 
-// The output must be new or empty (or --force), and never the input itself.
-void check_output(const std::string& in, const ConvertFlags& f) {
-  std::error_code ec;
-  if (!fs::exists(f.out)) return;
-  check(fs::is_directory(f.out), f.out, "exists and is not a directory");
-  check(!fs::equivalent(in, f.out, ec), f.out, "is the input; write the converted model elsewhere");
-  check(f.force || fs::is_empty(f.out), f.out, "is not empty; pass --force to replace the model in it");
-}
-
 void run(ModelFlags mf, const ConvertFlags& f) {
   check(f.input.empty() || mf.model.empty() || f.input == mf.model, "convert",
         "give the input once: as the positional argument or as -m");
   if (!f.input.empty()) mf.model = f.input;
   const std::string in = resolve_model_path(mf);
-  check_output(in, f);
+  check_output_dir(in, f.out, f.force);
 
   std::fprintf(stderr, "loading %s\n", in.c_str());
   const Model model = load_model(in, LoadOptions{mf.family});
@@ -82,7 +74,7 @@ void run(ModelFlags mf, const ConvertFlags& f) {
 void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "convert", "Write a model in flashsvd's native format (safetensors + flashsvd.json), the fastest to load");
-  auto mf = add_model_flags(*cmd, false);
+  auto mf = add_model_flags(*cmd, ModelUse::load);
   auto f = std::make_shared<ConvertFlags>();
   cmd->add_option("input", f->input, "Model file or directory to convert (or -m)");
   cmd->add_option("-o,--output", f->out, "Output directory (created; must be empty unless --force)")->required();

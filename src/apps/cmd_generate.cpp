@@ -93,7 +93,7 @@ void run(const ModelFlags& mf, const GenerateFlags& f) {
 
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text from a prompt, streaming it to stdout");
-  auto mf = add_model_flags(*cmd, true);
+  auto mf = add_model_flags(*cmd, ModelUse::any_device);
   auto f = std::make_shared<GenerateFlags>();
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (empty: start from BOS)");
   cmd->add_flag("--chat", f->chat, "Wrap the prompt as a user message in the model's chat template");

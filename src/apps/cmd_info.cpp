@@ -93,7 +93,7 @@ void print_text(const Model& m, const ModelSummary& s) {
 
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the architecture, every linear (shape, rank, sharing), shared factors and bytes saved");
-  auto flags = add_model_flags(*cmd, false);
+  auto flags = add_model_flags(*cmd, ModelUse::load);
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([flags, json] {

@@ -64,7 +64,7 @@ void run(const ModelFlags& mf, const LogitsFlags& f) {
 
 void add_logits_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits", "Compute fp32 logits for every position of a token sequence");
-  auto mf = add_model_flags(*cmd, true);
+  auto mf = add_model_flags(*cmd, ModelUse::any_device);
   auto f = std::make_shared<LogitsFlags>();
   cmd->add_option("--tokens", f->tokens, "Comma-separated token ids, e.g. 1,17,250");
   cmd->add_option("--text", f->text, "Text to tokenize instead of --tokens (special tokens are parsed)");

@@ -59,7 +59,7 @@ void run(const ModelFlags& mf, const PplFlags& f) {
 void add_ppl_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "ppl", "Perplexity of a text (SVD-LLM protocol: independent non-overlapping windows from position 0)");
-  auto mf = add_model_flags(*cmd, true);
+  auto mf = add_model_flags(*cmd, ModelUse::any_device);
   auto f = std::make_shared<PplFlags>();
   cmd->add_option("--text", f->text, "Text file, tokenized whole (BOS as the tokenizer adds it)")->required();
   cmd->add_option("--ctx", f->ctx, "Window length in tokens (default: the model's context, at most 2048)")

@@ -4,17 +4,18 @@
 
 namespace fsvd {
 
-std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, bool runs_model) {
+std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use) {
   auto flags = std::make_shared<ModelFlags>();
   cmd.add_option("-m,--model", flags->model,
                  "Model file or directory (GGUF, llama2.c .bin, Hugging Face dir); default: SmolLM2-135M-Instruct");
   cmd.add_option("--family", flags->family, "Force a checkpoint family instead of detecting it");
-  if (!runs_model) return flags;
+  if (use == ModelUse::load) return flags;
   cmd.add_option("--tokenizer", flags->tokenizer,
                  "Tokenizer file (llama2.c .bin, SentencePiece .model, tokenizer.json) when not in the model");
+  cmd.add_option("-t,--threads", flags->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  if (use == ModelUse::cpu) return flags;
   cmd.add_option("--device", flags->device, "Backend: auto (the GPU when present and supported), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd.add_option("-t,--threads", flags->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
   cmd.add_option("--graph", flags->graph,
                  "GPU decode step as CUDA graphs: model (one graph), layer (one per layer) or none")
       ->check(CLI::IsMember({"none", "layer", "model"}));

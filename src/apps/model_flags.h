@@ -17,9 +17,12 @@ struct ModelFlags {
   std::string pdl = "on";          // GPU: programmatic dependent launch between GEMVs
 };
 
-// `runs_model` adds the flags of commands that execute it (--tokenizer,
-// --device, --threads, --graph, --precision).
-std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, bool runs_model);
+// What a command does with the model, which decides its flags: `load` only
+// reads it (-m, --family); `cpu` also runs it on the CPU (--tokenizer,
+// --threads); `any_device` also chooses the backend (--device, --graph,
+// --precision, --pdl).
+enum class ModelUse { load, cpu, any_device };
+std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use);
 // The model path, fetching the default model when none was given.
 std::string resolve_model_path(const ModelFlags& flags);
 

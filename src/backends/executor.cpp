@@ -16,4 +16,8 @@ void check_forward_request(const std::string& where, std::span<const int32_t> to
           " is outside the vocabulary [0, ", vocab, ")");
 }
 
+int32_t Executor::forward_next(std::span<const int32_t>, int, const SamplingParams&) {
+  fail("Executor::forward_next", "this backend does not sample on the device");
+}
+
 }  // namespace fsvd

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sampling_params.h"
+
 namespace fsvd {
 
 // What a backend can say about its cost, for benchmarks (0 where it does not apply).
@@ -31,6 +33,14 @@ class Executor {
   virtual int context_size() const = 0;
   virtual int vocab_size() const = 0;
   virtual ExecutorStats stats() { return {}; }
+
+  // Backends that pick the next token themselves (the GPU: no logits cross to
+  // the host) say so here and implement forward_next.
+  virtual bool samples_on_device() const { return false; }
+  // Runs `tokens` at [pos, pos + n) like forward() and returns the token that
+  // follows, chosen by `params`; the draw is keyed by params.seed and the last
+  // token's position. The default throws.
+  virtual int32_t forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params);
 };
 
 // The checks every forward() makes before touching its cache: tokens present

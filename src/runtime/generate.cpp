@@ -37,26 +37,25 @@ GenerateStats generate(Executor& executor, const Tokenizer& tokenizer,
     if (!text.empty()) on_text(text);
   };
 
+  // The next token after running `tokens`: picked on the device when the
+  // backend can (no logits cross to the host), else from the logits here.
+  std::vector<float> logits;
+  auto next_token = [&](std::span<const int32_t> tokens, int pos) {
+    if (executor.samples_on_device()) return executor.forward_next(tokens, pos, options.sampling);
+    executor.forward(tokens, pos, false, logits);
+    return sampler.sample(logits);
+  };
+
   GenerateStats stats;
   stats.prompt_tokens = static_cast<int>(prompt.size());
-  std::vector<float> logits;
   auto start = std::chrono::steady_clock::now();
-  executor.forward(prompt, 0, false, logits);
+  int32_t id = next_token(prompt, 0);
   stats.prefill_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
   int pos = static_cast<int>(prompt.size());
-  int32_t last = -1;  // sampled, not yet fed to the executor
   while (stats.generated_tokens < options.max_new_tokens) {
-    if (last >= 0) {
-      if (pos >= executor.context_size()) {
-        stats.stop_reason = "context";
-        break;
-      }
-      executor.forward(std::span(&last, 1), pos++, false, logits);
-    }
-    const int32_t id = sampler.sample(logits);
     if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       stats.stop_reason = "eos";
       break;
@@ -67,7 +66,12 @@ GenerateStats generate(Executor& executor, const Tokenizer& tokenizer,
       stats.stop_reason = "stop_string";
       break;
     }
-    last = id;
+    if (stats.generated_tokens == options.max_new_tokens) break;
+    if (pos >= executor.context_size()) {
+      stats.stop_reason = "context";
+      break;
+    }
+    id = next_token(std::span(&id, 1), pos++);
   }
   if (!stop_text.stopped()) {
     emit(stop_text.push(stream.flush()));

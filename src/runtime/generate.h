@@ -1,5 +1,6 @@
 #pragma once
-// The decode loop: prefill the prompt in one forward, then sample and feed one
+// The decode loop: prefill the prompt in one forward, then sample (on the
+// device when the backend can: Executor::forward_next) and feed one
 // token at a time, streaming text to a callback until a stop rule fires.
 #include <cstdint>
 #include <functional>

@@ -8,11 +8,7 @@
 namespace fsvd {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
-  check(std::isfinite(params.temperature) && params.temperature >= 0, "sampler",
-        "temperature must be a finite number >= 0, got ", params.temperature);
-  check(params.top_k >= 0, "sampler", "top_k must be >= 0, got ", params.top_k);
-  check(params.top_p > 0 && params.top_p <= 1, "sampler", "top_p must be in (0, 1], got ",
-        params.top_p);
+  check_sampling_params(params);
 }
 
 static int32_t argmax(std::span<const float> logits) {

@@ -16,14 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/sampling_params.h"
+
 namespace fsvd {
 
-struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy
-  int top_k = 0;             // 0: off
-  float top_p = 1.0f;        // 1: off
-  uint64_t seed = 0;
-};
 
 class Sampler {
  public:

@@ -104,7 +104,8 @@ TEST_F(CompressPplCli, CompressRejectsBadSettings) {
   EXPECT_EQ(calib.exit_code, 1);
   EXPECT_NE(calib.err.find("--calib"), std::string::npos) << calib.err;
   EXPECT_NE(run_cli(base + " --ratio 0.5 --method magic").exit_code, 0);
-  EXPECT_NE(run_cli(base + " --ratio 0.5 --device cuda --method svd").exit_code, 0);  // calibration is CPU-only
+  for (const char* gpu_flag : {"--device cuda", "--precision fp32"})  // calibration is CPU-only
+    EXPECT_NE(run_cli(base + " --ratio 0.5 --method svd " + gpu_flag).exit_code, 0) << gpu_flag;
   EXPECT_FALSE(fs::exists(out_));
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,33 @@ TEST(Generate, StopsOnEosWithoutPrintingItAndFeedsEachTokenOnce) {
     EXPECT_EQ(ex.calls[i].tokens, std::vector<int32_t>{2 + i - 1});
     EXPECT_EQ(ex.calls[i].pos, 2 + i);
   }
+}
+
+// A backend that samples on the device gets forward_next calls with the
+// request's sampling parameters, and no logits are read on the host.
+class DeviceSamplingExecutor : public ScriptedExecutor {
+ public:
+  using ScriptedExecutor::ScriptedExecutor;
+  bool samples_on_device() const override { return true; }
+  int32_t forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) override {
+    seeds.push_back(params.seed);
+    std::vector<float> logits;
+    forward(tokens, pos, false, logits);
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  }
+  std::vector<uint64_t> seeds;
+};
+
+TEST(Generate, DeviceSamplingBackendsPickTheTokens) {
+  DeviceSamplingExecutor ex({2, 3, 4, 5, 1, 6}, 9, 32);
+  GenerateOptions opt;
+  opt.sampling.temperature = 0.7f;
+  opt.sampling.seed = 77;
+  const Outcome r = run(ex, {0, 6, 6}, opt);
+  EXPECT_EQ(r.text, "Hello World");
+  EXPECT_EQ(r.stats.generated_tokens, 4);
+  ASSERT_EQ(ex.calls.size(), 5u);
+  EXPECT_EQ(ex.seeds, std::vector<uint64_t>(5, 77));
 }
 
 TEST(Generate, ExtraStopIdsEndGenerationToo) {

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/row_ops.h"
+#include "backends/cuda/sampling.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/rope_kv.h"
 #include "backends/cuda/small_ops.h"
@@ -146,6 +148,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
 CudaExecutor::~CudaExecutor() {
   // No throwing from a destructor: failures here mean a dead context anyway.
   for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
+  for (cudaGraphExec_t g : sample_graphs_) cudaGraphExecDestroy(g);
   if (stream_) cudaStreamDestroy(stream_);
   cudaFreeHost(host_io_);
   cudaFreeHost(host_logits_);
@@ -227,8 +230,15 @@ void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
       rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream, cfg);
     }
     if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
-                                    cudaMemcpyDeviceToHost, stream));
+    if (sampling_) {
+      // The draw is keyed by the token's position, read on the device.
+      sample_token(logits_.data(), c.vocab, *sampling_, pos_.data(), token_.data(), stream);
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(&host_io_->next, token_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                      stream));
+    } else {
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream));
+    }
   }
 }
 
@@ -268,7 +278,7 @@ int count_kernels(cudaGraph_t graph) {
 
 }  // namespace
 
-void CudaExecutor::capture_graphs() {
+void CudaExecutor::capture_graphs(std::vector<cudaGraphExec_t>& graphs) {
   const auto start = std::chrono::steady_clock::now();
   const int pieces = piece_count();
   const int groups = options_.graph == GraphMode::model ? 1 : pieces;
@@ -283,7 +293,7 @@ void CudaExecutor::capture_graphs() {
     const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     FSVD_CUDA_CHECK(status);
-    graphs_.push_back(exec);
+    graphs.push_back(exec);
   }
   capture_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -323,8 +333,19 @@ void CudaExecutor::decode_token(int32_t token, int pos) {
   if (options_.graph == GraphMode::none) {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
   } else {
-    if (graphs_.empty()) capture_graphs();
-    for (cudaGraphExec_t g : graphs_) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    // Sampling parameters are baked into the captured launch: other ones
+    // need a new capture.
+    std::vector<cudaGraphExec_t>& graphs = sampling_ ? sample_graphs_ : graphs_;
+    if (sampling_ && !graphs.empty() &&
+        std::memcmp(&sample_params_, sampling_, sizeof(SamplingParams)) != 0) {
+      for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphExecDestroy(g));
+      graphs.clear();
+    }
+    if (graphs.empty()) {
+      capture_graphs(graphs);
+      if (sampling_) sample_params_ = *sampling_;
+    }
+    for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
   }
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -341,14 +362,45 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_lo
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     done += n;
     if (done == tokens.size() && !all_logits) {
-      // The last row's hidden state through the decode step's head.
+      // The last row's hidden state (and position) through the decode step's head.
       FSVD_CUDA_CHECK(cudaMemcpyAsync(x_.data(), prefill_->hidden() + (n - 1) * config_.hidden,
                                       config_.hidden * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+      host_io_->pos = pos + static_cast<int>(tokens.size()) - 1;
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream_));
       enqueue_piece(piece_count() - 1, stream_);
     }
   }
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (!all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data());
+}
+
+void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all_logits,
+                              std::vector<float>& logits) {
+  const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
+  filled_ = pos;  // until the step completes, the cache holds at most [0, pos)
+  if (n > 1 && prefill_) {
+    prefill(tokens, pos, all_logits, logits);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      decode_token(tokens[i], pos + static_cast<int>(i));
+      if (all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data() + i * vocab);
+    }
+  }
+  filled_ = pos + static_cast<int>(n);
+}
+
+int32_t CudaExecutor::forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) {
+  check_forward_request("CudaExecutor::forward_next", tokens, pos, filled_, context_, config_.vocab);
+  check_sampling_params(params);
+  sampling_ = &params;
+  std::vector<float> unused;
+  try {
+    run_tokens(tokens, pos, false, unused);
+  } catch (...) {
+    sampling_ = nullptr;
+    throw;
+  }
+  sampling_ = nullptr;
+  return host_io_->next;
 }
 
 void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,
@@ -358,17 +410,8 @@ void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_lo
 
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   logits.resize((all_logits ? n : 1) * vocab);
-  filled_ = pos;  // until the step completes, the cache holds at most [0, pos)
-  if (n > 1 && prefill_) {
-    prefill(tokens, pos, all_logits, logits);
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      decode_token(tokens[i], pos + static_cast<int>(i));
-      if (all_logits || i + 1 == n)
-        std::copy(host_logits_, host_logits_ + vocab, logits.data() + (all_logits ? i * vocab : 0));
-    }
-  }
-  filled_ = pos + static_cast<int>(n);
+  run_tokens(tokens, pos, all_logits, logits);
+  if (!all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data());
 }
 
 }  // namespace fsvd::cuda

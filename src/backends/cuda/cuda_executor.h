@@ -56,6 +56,8 @@ class CudaExecutor : public Executor {
   int vocab_size() const override { return config_.vocab; }
 
   ExecutorStats stats() override;
+  bool samples_on_device() const override { return true; }
+  int32_t forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) override;
 
  private:
   // The decode step in pieces: 0 copies the token and position in and looks up
@@ -65,12 +67,17 @@ class CudaExecutor : public Executor {
   void enqueue_piece(int piece, cudaStream_t stream);
   void enqueue_layer(int index, cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
-  void capture_graphs();
-  void decode_token(int32_t token, int pos);  // logits land in host_logits_
+  void capture_graphs(std::vector<cudaGraphExec_t>& graphs);
+  // One token through the decode step; its logits land in host_logits_, or,
+  // while sampling_ is set, the next token in host_io_->next.
+  void decode_token(int32_t token, int pos);
   KvCacheLayer layer_cache(int layer) const;
   // Prompt chunks through Prefill; logits of every row into `logits` when
-  // all_logits, else of the last row into host_logits_.
+  // all_logits, else the last row's head output as decode_token leaves it.
   void prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits);
+  // Runs tokens (prefill for several when possible), leaving the last one's
+  // result where decode_token does.
+  void run_tokens(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits);
 
   CudaOptions options_;
   ModelConfig config_;
@@ -81,7 +88,10 @@ class CudaExecutor : public Executor {
   std::shared_ptr<const DeviceModel> weights_;
   std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
   cudaStream_t stream_ = nullptr;
-  std::vector<cudaGraphExec_t> graphs_;  // captured on the first decode step
+  std::vector<cudaGraphExec_t> graphs_;         // logits out; captured on first use
+  std::vector<cudaGraphExec_t> sample_graphs_;  // next token out, for sample_params_
+  SamplingParams sample_params_;
+  const SamplingParams* sampling_ = nullptr;  // set during a forward_next
   double capture_ms_ = 0;
 
   DeviceBuffer<uint8_t> k_cache_, v_cache_;  // [layers][context][kv_dim] of the weights' type
@@ -92,6 +102,7 @@ class CudaExecutor : public Executor {
   struct HostIo {
     int32_t token;
     int pos;
+    int32_t next;  // the sampled next token
   };
   HostIo* host_io_ = nullptr;
   float* host_logits_ = nullptr;

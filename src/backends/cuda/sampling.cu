@@ -466,18 +466,10 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sam
 
 }  // namespace
 
-void check_sampling_config(const SamplingConfig& c) {
-  const char* where = "sampler";
-  check(std::isfinite(c.temperature) && c.temperature >= 0, where,
-        "temperature must be a finite number >= 0, got ", c.temperature);
-  check(c.top_k >= 0, where, "top_k must be >= 0, got ", c.top_k);
-  check(c.top_p > 0 && c.top_p <= 1, where, "top_p must be in (0, 1], got ", c.top_p);
-}
-
-void sample_token(const float* logits, int64_t n, const SamplingConfig& config,
+void sample_token(const float* logits, int64_t n, const SamplingParams& config,
                   const int32_t* d_step, int32_t* d_token, cudaStream_t stream, uint8_t* d_kept) {
   const char* where = "cuda::sample_token";
-  check_sampling_config(config);
+  check_sampling_params(config);
   check(logits != nullptr && d_token != nullptr, where, "null argument");
   check(n >= 1 && n <= kMaxSamplingVocab, where, n, " logits (1 to ", kMaxSamplingVocab, " allowed)");
   if (config.temperature == 0.0f) {

@@ -21,30 +21,21 @@
 
 #include <cstdint>
 
-namespace fsvd::cuda {
+#include "core/sampling_params.h"
 
-// The CPU sampler's SamplingParams (which lives above the backends), field for field.
-struct SamplingConfig {
-  float temperature = 0.0f;  // 0: greedy
-  int top_k = 0;             // 0 (or >= vocab): off
-  float top_p = 1.0f;        // 1: off
-  uint64_t seed = 0;
-};
+namespace fsvd::cuda {
 
 // One cluster of CTAs holds the whole row in shared memory.
 constexpr int64_t kMaxSamplingVocab = 327680;
 
-// Throws Error for a negative or non-finite temperature, negative top_k, or
-// top_p outside (0, 1] (the CPU sampler's rules).
-void check_sampling_config(const SamplingConfig& config);
-
 // *d_token = a token drawn from logits[0, n), n <= kMaxSamplingVocab, in one
-// launch and no workspace. Only the launch shape depends on the host arguments;
+// launch and no workspace (params checked by check_sampling_params). Only the
+// launch shape depends on the host arguments;
 // *d_step (any value; the token position, say) is read on the device, so a
 // graph captured once draws afresh at each replay after *d_step changes. d_step
 // may be null when temperature is 0. For tests, d_kept (n bytes) receives 1 for
 // each token of the kept set and 0 elsewhere; it must be null for greedy.
-void sample_token(const float* logits, int64_t n, const SamplingConfig& config,
+void sample_token(const float* logits, int64_t n, const SamplingParams& config,
                   const int32_t* d_step, int32_t* d_token, cudaStream_t stream,
                   uint8_t* d_kept = nullptr);
 

@@ -265,6 +265,42 @@ TEST(CudaExecutorGraphs, EveryModeGivesTheSameLogits) {
   EXPECT_EQ(runs[0], runs[2]);
 }
 
+// forward_next picks the token on the device: greedy equals the argmax of
+// forward()'s logits (graph and plain launches, after a prefill and after
+// decode steps); a sampled run is reproducible from its seed and stays in
+// the vocabulary.
+TEST(CudaExecutorSampling, ForwardNextMatchesHostArgmaxAndIsSeeded) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Model m = testing::random_model(cases()[1].spec);
+  const int vocab = m.config.vocab;
+  const std::vector<int32_t> prompt{9, 8, 7, 6, 5};
+  for (GraphMode mode : {GraphMode::none, GraphMode::model}) {
+    CudaExecutor by_logits(m, 32, CudaOptions{ElementType::BF16, mode});
+    CudaExecutor by_device(m, 32, CudaOptions{ElementType::BF16, mode});
+    std::vector<float> logits;
+    by_logits.forward(prompt, 0, false, logits);
+    int32_t want = argmax(logits.data(), vocab);
+    int32_t got = by_device.forward_next(prompt, 0, SamplingParams{});
+    for (int pos = 5; pos < 15; ++pos) {
+      ASSERT_EQ(got, want) << graph_mode_name(mode) << " position " << pos;
+      by_logits.forward({&want, 1}, pos, false, logits);
+      want = argmax(logits.data(), vocab);
+      got = by_device.forward_next({&got, 1}, pos, SamplingParams{});
+    }
+  }
+  auto sampled_run = [&](uint64_t seed) {
+    CudaExecutor gpu(m, 32);
+    const SamplingParams p{1.0f, 50, 0.95f, seed};
+    std::vector<int32_t> out{gpu.forward_next(prompt, 0, p)};
+    for (int pos = 5; pos < 20; ++pos) out.push_back(gpu.forward_next({&out.back(), 1}, pos, p));
+    return out;
+  };
+  const std::vector<int32_t> a = sampled_run(3), b = sampled_run(3), c = sampled_run(4);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  for (int32_t t : a) EXPECT_TRUE(t >= 0 && t < vocab);
+}
+
 // Weights generated on the device are the host synthetic model's, bit for bit:
 // the same logits from both, and within bf16 tolerance of the CPU.
 TEST(CudaExecutorSynthetic, DeviceBuiltModelEqualsUploadedHostModel) {

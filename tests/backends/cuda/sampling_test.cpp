@@ -43,7 +43,7 @@ struct Reference {
   std::vector<double> prob;
 };
 
-Reference cpu_reference(const std::vector<float>& logits, const SamplingConfig& c) {
+Reference cpu_reference(const std::vector<float>& logits, const SamplingParams& c) {
   const size_t n = logits.size();
   const double max = *std::max_element(logits.begin(), logits.end());
   std::vector<std::pair<double, int>> order;  // (weight, id), most probable first
@@ -87,19 +87,19 @@ struct DeviceRow {
   DeviceBuffer<uint8_t> kept;
   DeviceBuffer<int32_t> step{1}, token{1};
 
-  int32_t sample(const SamplingConfig& c, int32_t at_step = 0) {
+  int32_t sample(const SamplingParams& c, int32_t at_step = 0) {
     step.upload(std::vector<int32_t>{at_step});
     FSVD_CUDA_CHECK(cudaMemset(token.data(), 0xff, sizeof(int32_t)));
     sample_token(logits.data(), n, c, step.data(), token.data(), nullptr);
     return token.download()[0];
   }
-  std::vector<uint8_t> kept_set(const SamplingConfig& c) {
+  std::vector<uint8_t> kept_set(const SamplingParams& c) {
     FSVD_CUDA_CHECK(cudaMemset(kept.data(), 0xff, kept.bytes()));
     sample_token(logits.data(), n, c, step.data(), token.data(), nullptr, kept.data());
     return kept.download();
   }
   // One draw for each step in [first, first + count), launched back to back.
-  std::vector<int32_t> draws(const SamplingConfig& c, int first, int count) {
+  std::vector<int32_t> draws(const SamplingParams& c, int first, int count) {
     std::vector<int32_t> steps(count);
     std::iota(steps.begin(), steps.end(), first);
     DeviceBuffer<int32_t> dsteps(count), tokens(count);
@@ -140,7 +140,7 @@ TEST_F(CudaSampling, GreedyAndTopKOneAreTheArgmax) {
 }
 
 // Compares the device's kept set with the CPU's; returns the tokens skipped as kEither.
-int expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const SamplingConfig& c,
+int expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const SamplingParams& c,
                         const char* what) {
   const Reference ref = cpu_reference(l, c);
   const std::vector<uint8_t> got = row.kept_set(c);
@@ -161,7 +161,7 @@ int expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const Sampl
 }
 
 TEST_F(CudaSampling, KeptSetMatchesTheCpuSampler) {
-  const SamplingConfig configs[] = {
+  const SamplingParams configs[] = {
       {1.0f, 0, 1.0f, 1},   {0.7f, 50, 1.0f, 2},   {1.0f, 0, 0.9f, 3},    {0.8f, 40, 0.95f, 4},
       {1.5f, 1000, 0.5f, 5}, {0.5f, 0, 0.999f, 6}, {2.0f, 5000, 0.99f, 7}, {1.0f, 3, 0.6f, 8},
       {1.0f, 2000, 1.0f, 9}, {0.3f, 0, 0.2f, 10}};
@@ -171,7 +171,7 @@ TEST_F(CudaSampling, KeptSetMatchesTheCpuSampler) {
     for (bool ties : {false, true}) {
       const std::vector<float> l = random_logits(n, ++seed, 2.0f, ties);
       DeviceRow row(l);
-      for (const SamplingConfig& c : configs) {
+      for (const SamplingParams& c : configs) {
         either += expect_cpu_kept_set(row, l, c, ties ? "grid logits" : "gaussian logits");
         ++sets;
       }
@@ -185,7 +185,7 @@ TEST_F(CudaSampling, KeptSetMatchesTheCpuSampler) {
 
 TEST_F(CudaSampling, TiesAtTheCutKeepTheLowestIds) {
   DeviceRow flat(std::vector<float>(300, 0.25f));
-  auto kept_ids = [&](const SamplingConfig& c) {
+  auto kept_ids = [&](const SamplingParams& c) {
     const std::vector<uint8_t> kept = flat.kept_set(c);
     std::vector<int> ids;
     for (int i = 0; i < 300; ++i)
@@ -208,8 +208,8 @@ TEST_F(CudaSampling, TiesAtTheCutKeepTheLowestIds) {
   for (int i : {40000, 3, 99999, 60000}) l[i] = 5.0f;
   l[0] = -0.0f, l[1] = 0.0f, l[2] = -0.0f;
   DeviceRow row(l);
-  for (const SamplingConfig& c : {SamplingConfig{1.0f, 3, 1.0f, 0}, SamplingConfig{1.0f, 6, 1.0f, 0},
-                                  SamplingConfig{0.5f, 500, 0.9999f, 0}})
+  for (const SamplingParams& c : {SamplingParams{1.0f, 3, 1.0f, 0}, SamplingParams{1.0f, 6, 1.0f, 0},
+                                  SamplingParams{0.5f, 500, 0.9999f, 0}})
     expect_cpu_kept_set(row, l, c, "ties");
   const std::vector<uint8_t> kept = row.kept_set({1.0f, 6, 1.0f, 0});
   for (int i : {0, 1, 3, 40000, 60000, 99999}) EXPECT_EQ(kept[i], 1) << i;
@@ -221,11 +221,11 @@ TEST_F(CudaSampling, DrawsFollowTheKeptProbabilities) {
   std::vector<float> l;
   for (double p : {0.15, 0.05, 0.5, 0.1, 0.2}) l.push_back(static_cast<float>(std::log(p)) + 3.0f);
   DeviceRow row(l);
-  const SamplingConfig configs[] = {
+  const SamplingParams configs[] = {
       {1.0f, 0, 1.0f, 11}, {0.5f, 0, 1.0f, 12}, {2.0f, 0, 1.0f, 13}, {1.0f, 2, 1.0f, 14},
       {1.0f, 0, 0.75f, 15}, {1.0f, 3, 0.6f, 16}};
   constexpr int kDraws = 20000;
-  for (const SamplingConfig& c : configs) {
+  for (const SamplingParams& c : configs) {
     const Reference ref = cpu_reference(l, c);
     std::vector<double> freq(l.size(), 0.0);
     for (int32_t t : row.draws(c, 1000, kDraws)) freq.at(t) += 1.0 / kDraws;
@@ -243,11 +243,11 @@ TEST_F(CudaSampling, DrawsFollowTheKeptProbabilities) {
 
 TEST_F(CudaSampling, SeedAndStepKeyTheDraw) {
   DeviceRow row(random_logits(1001, 300, 0.3f, false));  // flat: draws spread widely
-  const SamplingConfig c{1.0f, 0, 1.0f, 42};
+  const SamplingParams c{1.0f, 0, 1.0f, 42};
   const std::vector<int32_t> a = row.draws(c, 0, 200), b = row.draws(c, 0, 200);
   EXPECT_EQ(a, b);
   EXPECT_GT(std::set<int32_t>(a.begin(), a.end()).size(), 150u) << "steps should draw afresh";
-  SamplingConfig other = c;
+  SamplingParams other = c;
   other.seed = 43;
   const std::vector<int32_t> d = row.draws(other, 0, 200);
   int same = 0;
@@ -257,7 +257,7 @@ TEST_F(CudaSampling, SeedAndStepKeyTheDraw) {
 
 TEST_F(CudaSampling, CapturedGraphDrawsAfreshAtEachReplay) {
   DeviceRow row(random_logits(32000, 301, 1.0f, false));
-  const SamplingConfig c{0.9f, 100, 0.95f, 7};
+  const SamplingParams c{0.9f, 100, 0.95f, 7};
   const std::vector<int32_t> direct = row.draws(c, 50, 40);
   cudaStream_t stream;
   FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -292,24 +292,24 @@ TEST_F(CudaSampling, NonFiniteLogitsNeverWinUnlessNothingIsFinite) {
 }
 
 TEST(CudaSamplingArgs, RejectsWhatTheCpuSamplerRejects) {
-  const SamplingConfig bad[] = {
+  const SamplingParams bad[] = {
       {-0.1f, 0, 1.0f, 0}, {std::nanf(""), 0, 1.0f, 0}, {1.0f, -1, 1.0f, 0}, {1.0f, 0, 0.0f, 0},
       {1.0f, 0, 1.5f, 0}};
   float* f = reinterpret_cast<float*>(uintptr_t{256});
   int32_t* i = reinterpret_cast<int32_t*>(uintptr_t{256});
   uint8_t* kept = reinterpret_cast<uint8_t*>(uintptr_t{256});
-  for (const SamplingConfig& c : bad) {
+  for (const SamplingParams& c : bad) {
     EXPECT_THROW(Sampler({c.temperature, c.top_k, c.top_p, c.seed}), Error);
-    EXPECT_THROW(check_sampling_config(c), Error);
+    EXPECT_THROW(check_sampling_params(c), Error);
     EXPECT_THROW(sample_token(f, 10, c, i, i, nullptr), Error);
   }
-  const SamplingConfig ok{1.0f, 0, 1.0f, 0};
+  const SamplingParams ok{1.0f, 0, 1.0f, 0};
   EXPECT_THROW(sample_token(f, 0, ok, i, i, nullptr), Error);
   EXPECT_THROW(sample_token(f, kMaxSamplingVocab + 1, ok, i, i, nullptr), Error);
   EXPECT_THROW(sample_token(nullptr, 10, ok, i, i, nullptr), Error);
   EXPECT_THROW(sample_token(f, 10, ok, i, nullptr, nullptr), Error);
   EXPECT_THROW(sample_token(f, 10, ok, nullptr, i, nullptr), Error);
-  EXPECT_THROW(sample_token(f, 10, SamplingConfig{}, i, i, nullptr, kept), Error);
+  EXPECT_THROW(sample_token(f, 10, SamplingParams{}, i, i, nullptr, kept), Error);
 }
 
 }  // namespace
