@@ -52,6 +52,22 @@ TEST_F(CompressPplCli, PplPrintsALineOrJson) {
   EXPECT_NEAR(std::exp(j["nll"].get<double>()), ppl, 1e-9 * ppl);
 }
 
+// The CPU runtime with its KV cache decodes exactly what the cache-free
+// fp32 reference decodes.
+TEST_F(CompressPplCli, FidelityOfTheCpuRuntimeIsExact) {
+  const fs::path prompts = fs::temp_directory_path() / ("flashsvd_prompts_" + std::to_string(::getpid()));
+  std::ofstream(prompts) << "Once upon a time\n\nThe little dog\n";
+  const testing::CliResult r =
+      run_cli("fidelity -m " + model_ + " --tokenizer " + tok_ + " --prompts " + prompts.string() + " -n 8 --device cpu --json");
+  fs::remove(prompts);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompts"].size(), 2u);
+  EXPECT_EQ(j["exact_rate"].get<double>(), 1.0);
+  EXPECT_LT(j["max_logit_error"].get<double>(), 1e-5);
+  EXPECT_NE(run_cli("fidelity -m " + model_ + " --tokenizer " + tok_ + " --prompts /nonexistent").exit_code, 0);
+}
+
 TEST_F(CompressPplCli, PplErrorsAreClear) {
   EXPECT_NE(run_cli("ppl -m " + model_ + " --tokenizer " + tok_).exit_code, 0);  // --text is required
   const testing::CliResult missing = run_cli("ppl -m " + model_ + " --tokenizer " + tok_ + " --text /nonexistent.txt");
