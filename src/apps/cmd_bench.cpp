@@ -126,6 +126,7 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
       row["graph"] = mode;
       row["precision"] = mf.precision;
       row["pdl"] = mf.pdl;
+      row["pack"] = mf.pack;
       if (!f.synthetic.empty()) row["ratio"] = f.ratio;
       rows.push_back(std::move(row));
     }

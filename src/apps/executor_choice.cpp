@@ -30,6 +30,7 @@ cuda::CudaOptions cuda_options(const ModelFlags& flags) {
         flags.precision, "' (expected bf16 or fp32)");
   o.weights = flags.precision == "fp32" ? cuda::ElementType::F32 : cuda::ElementType::BF16;
   o.pdl = flags.pdl != "off";
+  o.pack = flags.pack != "off";
   return o;
 }
 #endif

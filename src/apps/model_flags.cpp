@@ -24,6 +24,8 @@ std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use) {
       ->check(CLI::IsMember({"bf16", "fp32"}));
   cmd.add_option("--pdl", flags->pdl, "GPU decode: programmatic dependent launch between GEMVs (on or off)")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--pack", flags->pack, "GPU decode: packed q|k|v and gate|up projections (on, or off: one launch each)")
+      ->check(CLI::IsMember({"on", "off"}));
   return flags;
 }
 

@@ -15,6 +15,7 @@ struct ModelFlags {
   std::string graph = "model";     // GPU decode: none | layer | model
   std::string precision = "bf16";  // GPU weights: bf16 | fp32
   std::string pdl = "on";          // GPU: programmatic dependent launch between GEMVs
+  std::string pack = "on";         // GPU: packed q|k|v and gate|up launches
 };
 
 // What a command does with the model, which decides its flags: `load` only

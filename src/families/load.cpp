@@ -4,10 +4,12 @@
 
 #include "core/error.h"
 #include "families/family.h"
+#include "families/basis_sharing_family.h"
 #include "families/gguf_family.h"
 #include "families/hf_family.h"
 #include "families/llama2c_family.h"
 #include "families/native_family.h"
+#include "families/svd_llm_family.h"
 
 namespace fsvd {
 
@@ -18,8 +20,10 @@ namespace {
 // come before the plain "hf" entry.
 const Family kFamilies[] = {
     {"native", native_mismatch, load_native},
+    {"basis_sharing", basis_sharing_mismatch, load_basis_sharing},
     {"hf", hf_mismatch, load_hf},
     {"gguf", gguf_mismatch, load_gguf},
+    {"svd_llm", svd_llm_mismatch, load_svd_llm},
     {"llama2c", llama2c_mismatch, load_llama2c},
 };
 

@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/row_ops.h"
 #include "backends/cuda/sampling.h"
+#include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/rope_kv.h"
 #include "backends/cuda/small_ops.h"
@@ -154,6 +155,17 @@ CudaExecutor::~CudaExecutor() {
   cudaFreeHost(host_logits_);
 }
 
+void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream) {
+  const float eps = config_.rms_eps;
+  if (options_.pack) {
+    rmsnorm_gemv(p.first, x_.data(), gain, eps, out, stream, gemv_config());
+    return;
+  }
+  for (const DevicePacked::Part& part : p.parts)
+    rmsnorm_gemv(row_slice(p.first, part.offset, part.offset + part.rows), x_.data(), gain, eps, out + part.offset,
+                 stream, gemv_config());
+}
+
 KvCacheLayer CudaExecutor::layer_cache(int layer) const {
   const ElementType type = weights_->type();
   const int64_t offset = int64_t{layer} * context_ * config_.n_kv_heads * config_.head_dim * element_bytes(type);
@@ -168,7 +180,7 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), each part's second factor, then RoPE + cache append.
   const GemvConfig cfg = gemv_config();
-  rmsnorm_gemv(l.qkv.first, x_.data(), l.attn_norm, c.rms_eps, qkv_.data(), stream, cfg);
+  packed_first(l.qkv, l.attn_norm, qkv_.data(), stream);
   // The low-rank parts' second factors in one grouped launch; a dense part's
   // output is its slice of the packed output.
   float* outputs[3];
@@ -183,7 +195,11 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
       outputs[i] = scratch[i];
     }
   }
-  if (count > 0) gemv_grouped(groups, count, stream, cfg);
+  if (options_.pack) {
+    if (count > 0) gemv_grouped(groups, count, stream, cfg);
+  } else {
+    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, stream, cfg);
+  }
   for (int i = 0; i < 3; ++i) {
     const DevicePacked::Part& part = l.qkv.parts[i];
     const int64_t n = part.second.data ? part.second.rows : part.rows;
@@ -197,7 +213,7 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
 
   // MLP block: packed gate|up first factors (RMSNorm fused), silu(gate)·up,
   // down added to the residual.
-  rmsnorm_gemv(l.gate_up.first, x_.data(), l.mlp_norm, c.rms_eps, gate_up_.data(), stream, cfg);
+  packed_first(l.gate_up, l.mlp_norm, gate_up_.data(), stream);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
   if (l.gate_up_second.data) {
     gemv_silu_mul(l.gate_up_second, DeviceVec::f32(gate_up_.data() + gate.offset),

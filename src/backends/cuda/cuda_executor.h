@@ -35,6 +35,10 @@ struct CudaOptions {
   // Programmatic dependent launch between the decode step's GEMVs: each starts
   // loading weights while the previous kernel finishes.
   bool pdl = true;
+  // Packed projections: q|k|v and gate|up first factors in one RMSNorm-GEMV
+  // each, the q/k/v second factors in one grouped launch. Off (the ablation):
+  // one launch per part.
+  bool pack = true;
 };
 
 class CudaExecutor : public Executor {
@@ -66,6 +70,8 @@ class CudaExecutor : public Executor {
   int piece_count() const { return config_.n_layers + 2; }
   void enqueue_piece(int piece, cudaStream_t stream);
   void enqueue_layer(int index, cudaStream_t stream);
+  // y = rmsnorm(x) through p's first factors (packed, or part by part).
+  void packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
   void capture_graphs(std::vector<cudaGraphExec_t>& graphs);
   // One token through the decode step; its logits land in host_logits_, or,
