@@ -162,26 +162,16 @@ Model load_basis_sharing(const std::string& dir) {
   m.source = dir;
   m.config = hf.model;
   const ModelConfig& c = m.config;
-  const int64_t d = c.hidden, f = c.intermediate, V = c.vocab;
+  const int64_t d = c.hidden, f = c.intermediate;
   const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
   const std::map<std::string, std::pair<int64_t, int64_t>> dims = {  // out, in
       {"q", {q_out, d}}, {"k", {kv_out, d}}, {"v", {kv_out, d}}, {"o", {d, q_out}},
       {"gate", {f, d}},  {"up", {f, d}},     {"down", {d, f}}};
 
   TensorTaker t(shards.names(), [&](const std::string& name) { return shards.load_f32(name); }, shards.where());
-  m.embed = t.take("model.embed_tokens.weight", {V, d});
-  m.final_norm = t.take("model.norm.weight", {d});
-  if (c.tied_embeddings) {
-    t.skip("lm_head.weight");
-    m.lm_head.first = m.embed;
-  } else {
-    m.lm_head.first = t.take("lm_head.weight", {V, d});
-  }
-  m.layers.resize(c.n_layers);
+  take_hf_embeddings_and_norms(m, t, shards.where());
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    m.layers[i].attn_norm = t.take(p + "input_layernorm.weight", {d});
-    m.layers[i].mlp_norm = t.take(p + "post_attention_layernorm.weight", {d});
     t.skip(p + "self_attn.rotary_emb.inv_freq");
   }
   for (const MatrixType& type : kTypes) {

@@ -57,22 +57,12 @@ Model load_hf(const std::string& dir) {
   m.source = dir;
   m.config = hf.model;
   const ModelConfig& c = m.config;
-  const int64_t d = c.hidden, f = c.intermediate, V = c.vocab;
+  const int64_t d = c.hidden, f = c.intermediate;
   const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
 
   TensorTaker t(
       weights.names(), [&](const std::string& name) { return weights.load_f32(name); }, weights.where());
-  m.embed = t.take("model.embed_tokens.weight", {V, d});
-  m.final_norm = t.take("model.norm.weight", {d});
-  if (c.tied_embeddings) {
-    // transformers ties lm_head to the embedding and ignores a stored copy.
-    t.skip("lm_head.weight");
-    m.lm_head.first = m.embed;
-  } else {
-    check(t.contains("lm_head.weight"), weights.where(),
-          "tensor lm_head.weight not found and config.json does not set tie_word_embeddings");
-    m.lm_head.first = t.take("lm_head.weight", {V, d});
-  }
+  take_hf_embeddings_and_norms(m, t, weights.where());
 
   // Which linears carry biases follows from the config, as in transformers:
   // Qwen2 always on q/k/v, LLaMA per attention_bias / mlp_bias.
@@ -83,12 +73,9 @@ Model load_hf(const std::string& dir) {
     return Linear{t.take(prefix + ".weight", {out, in}), Tensor(),
                   bias ? t.take(prefix + ".bias", {out}) : Tensor()};
   };
-  m.layers.resize(c.n_layers);
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer& l = m.layers[i];
-    l.attn_norm = t.take(p + "input_layernorm.weight", {d});
-    l.mlp_norm = t.take(p + "post_attention_layernorm.weight", {d});
     l.q = linear(p + "self_attn.q_proj", q_out, d, qkv_bias);
     l.k = linear(p + "self_attn.k_proj", kv_out, d, qkv_bias);
     l.v = linear(p + "self_attn.v_proj", kv_out, d, qkv_bias);

@@ -45,4 +45,25 @@ Model finish_model(Model model) {
   return model;
 }
 
+void take_hf_embeddings_and_norms(Model& m, TensorTaker& t, const std::string& where) {
+  const ModelConfig& c = m.config;
+  const int64_t d = c.hidden;
+  m.embed = t.take("model.embed_tokens.weight", {c.vocab, d});
+  m.final_norm = t.take("model.norm.weight", {d});
+  if (c.tied_embeddings) {
+    t.skip("lm_head.weight");
+    m.lm_head.first = m.embed;
+  } else {
+    check(t.contains("lm_head.weight"), where,
+          "tensor lm_head.weight not found and the config does not set tie_word_embeddings");
+    m.lm_head.first = t.take("lm_head.weight", {c.vocab, d});
+  }
+  m.layers.resize(c.n_layers);
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    m.layers[i].attn_norm = t.take(p + "input_layernorm.weight", {d});
+    m.layers[i].mlp_norm = t.take(p + "post_attention_layernorm.weight", {d});
+  }
+}
+
 }  // namespace fsvd

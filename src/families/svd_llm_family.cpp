@@ -149,7 +149,7 @@ Model load_svd_llm(const std::string& path) {
   m.source = path;
   m.config = hf.model;
   const ModelConfig& c = m.config;
-  const int64_t d = c.hidden, f = c.intermediate, V = c.vocab;
+  const int64_t d = c.hidden, f = c.intermediate;
   const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
 
   std::vector<std::string> names;
@@ -158,20 +158,10 @@ Model load_svd_llm(const std::string& path) {
   // RoPE tables (inv_freq, cos/sin caches) are buffers of the pickled modules; they follow from the config.
   for (const std::string& name : names)
     if (name.find("rotary_emb.") != std::string::npos) t.skip(name);
-  m.embed = t.take("model.embed_tokens.weight", {V, d});
-  m.final_norm = t.take("model.norm.weight", {d});
-  if (c.tied_embeddings) {
-    t.skip("lm_head.weight");
-    m.lm_head.first = m.embed;
-  } else {
-    m.lm_head.first = t.take("lm_head.weight", {V, d});
-  }
-  m.layers.resize(c.n_layers);
+  take_hf_embeddings_and_norms(m, t, path);
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     Layer& l = m.layers[i];
-    l.attn_norm = t.take(p + "input_layernorm.weight", {d});
-    l.mlp_norm = t.take(p + "post_attention_layernorm.weight", {d});
     l.q = take_linear(t, archive, p + "self_attn.q", q_out, d);
     l.k = take_linear(t, archive, p + "self_attn.k", kv_out, d);
     l.v = take_linear(t, archive, p + "self_attn.v", kv_out, d);

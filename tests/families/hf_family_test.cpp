@@ -155,7 +155,7 @@ TEST(HfFamily, MissingWrongOrUnknownTensors) {
     HfDir hf(m, "qwen2", /*write_lm_head=*/false);
     hf.write();
     EXPECT_TRUE(fails_with([&] { load_model(hf.dir.path()); },
-                           "lm_head.weight not found and config.json does not set tie_word_embeddings"));
+                           "lm_head.weight not found and the config does not set tie_word_embeddings"));
   }
 }
 
