@@ -13,6 +13,7 @@
 #include "compress/compressor.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "core/log.h"
 #include "families/native_family.h"
 
@@ -32,14 +33,6 @@ struct CompressFlags {
   bool force = false;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open the calibration text");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void run(const ModelFlags& mf, const CompressFlags& f) {
   check(f.keep > 0 && f.keep < 1, "--ratio", "the kept parameter ratio must be in (0, 1), got ", f.keep);
   CompressOptions options;
@@ -58,7 +51,7 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   Session s = open_session(mf, whiten);
   std::vector<int32_t> calibration;
   if (whiten) {
-    calibration = calibration_tokens(*s.tokenizer, read_text(f.calib), f.calib_tokens);
+    calibration = calibration_tokens(*s.tokenizer, read_file(f.calib, "the calibration text"), f.calib_tokens);
     if (static_cast<int64_t>(calibration.size()) < f.calib_tokens)
       log_info("note: " + f.calib + " has only " + std::to_string(calibration.size()) + " tokens; using all");
   }

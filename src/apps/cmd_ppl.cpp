@@ -11,6 +11,7 @@
 #include "apps/model_flags.h"
 #include "apps/session.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "eval/perplexity.h"
 
 namespace fsvd {
@@ -23,16 +24,8 @@ struct PplFlags {
   bool json = false;
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open the text file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void run(const ModelFlags& mf, const PplFlags& f) {
-  const std::string text = read_text(f.text);
+  const std::string text = read_file(f.text, "the text file");
   Session s = open_session(mf);
   const std::vector<int32_t> ids = s.tokenizer->encode(text, s.tokenizer->adds_bos());
   const int max_seq = s.model.config.max_seq;

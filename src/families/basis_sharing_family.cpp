@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "families/hf_config.h"
 #include "families/loading.h"
 #include "formats/torch_archive.h"
@@ -23,17 +24,9 @@ namespace {
 
 constexpr const char* kArchitecture = "ShareLlamaForCausalLM";
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 json parse_json(const std::string& path) {
   try {
-    return json::parse(read_text(path));
+    return json::parse(read_file(path));
   } catch (const json::exception& e) {
     fail(path, "not valid JSON: ", e.what());
   }
@@ -154,7 +147,7 @@ std::string basis_sharing_mismatch(const std::string& path) {
 Model load_basis_sharing(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
   const json config = parse_json(config_path);
-  const HfConfig hf = parse_hf_config(read_text(config_path), config_path);
+  const HfConfig hf = parse_hf_config(read_file(config_path), config_path);
   check(hf.model_type == "llama", config_path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
   const TorchShards shards(dir);
   Model m;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "families/hf_config.h"
 #include "families/hf_weights.h"
 #include "families/loading.h"
@@ -27,11 +28,7 @@ std::string join(const std::set<std::string>& items) {
 
 HfConfig read_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  HfConfig hf = parse_hf_config(text.str(), path);
+  HfConfig hf = parse_hf_config(read_file(path), path);
   check(kModelTypes.count(hf.model_type), path, "model_type '", hf.model_type,
         "' is not supported by the dense Hugging Face loader (supported: ", join(kModelTypes), ")");
   for (const std::string& a : hf.architectures) {

@@ -6,20 +6,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace fsvd {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 // Shard names must stay inside the directory. Checked on the name, not on the
 // resolved path, because the Hugging Face cache links every file to a blob
@@ -40,7 +33,7 @@ HfWeights::HfWeights(const std::string& dir) {
     where_ = index.string();
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(read_text(where_));
+      j = nlohmann::json::parse(read_file(where_));
     } catch (const nlohmann::json::exception& e) {
       fail(where_, "not valid JSON: ", e.what());
     }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "families/loading.h"
 #include "formats/safetensors.h"
 #include "formats/safetensors_writer.h"
@@ -134,15 +135,6 @@ void write_text(const std::string& path, const std::string& text) {
   check(!ec, path, "cannot move the finished file into place: ", ec.message());
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open");
-  std::ostringstream os;
-  os << in.rdbuf();
-  check(!in.bad(), path, "read error");
-  return os.str();
-}
-
 // ---- loading
 
 // Loads each tensor of model.safetensors once, so every reference to a name
@@ -251,7 +243,7 @@ std::string native_mismatch(const std::string& path) {
 
 NativeManifest read_native_manifest(const std::string& dir) {
   const std::string path = file_in(dir, kNativeManifestFile);
-  return parse_native_manifest(read_text(path), path);
+  return parse_native_manifest(read_file(path), path);
 }
 
 Model load_native(const std::string& path) {

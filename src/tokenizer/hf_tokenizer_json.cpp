@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -208,15 +209,6 @@ json parse_json(std::string_view text, const std::string& where) {
   } catch (const json::exception& e) {
     fail(where, "invalid JSON: ", e.what());
   }
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open");
-  std::ostringstream os;
-  os << in.rdbuf();
-  check(!in.bad(), path, "read error");
-  return os.str();
 }
 
 }  // namespace

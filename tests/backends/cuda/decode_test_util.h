@@ -10,6 +10,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_buffer.h"
 #include "core/dtype.h"
+#include "model/config.h"
 
 namespace fsvd::cuda::testutil {
 
@@ -45,6 +46,20 @@ inline std::vector<uint16_t> round_to_bf16(std::vector<float>& values) {
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
   return bits;
+}
+
+// RoPE frequencies for head_dim, plain or with Llama 3.1's scaling.
+inline std::vector<float> inv_freq_for(int head_dim, bool llama3) {
+  ModelConfig c;
+  c.head_dim = head_dim;
+  if (llama3) {
+    c.rope_theta = 500000.0f;
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 8.0f;
+  }
+  std::vector<float> f(head_dim / 2);
+  rope_inv_freq(c, f.data());
+  return f;
 }
 
 inline const __nv_bfloat16* as_bf16(const DeviceBuffer<uint16_t>& b) {

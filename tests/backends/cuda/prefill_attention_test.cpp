@@ -50,19 +50,6 @@ std::string describe(const HeadShape& s, int pos, int n) {
          std::to_string(s.head_dim) + " pos " + std::to_string(pos) + " n " + std::to_string(n);
 }
 
-std::vector<float> inv_freq_for(int head_dim, bool llama3) {
-  ModelConfig c;
-  c.head_dim = head_dim;
-  if (llama3) {
-    c.rope_theta = 500000.0f;
-    c.rope_scaling.type = "llama3";
-    c.rope_scaling.factor = 8.0f;
-  }
-  std::vector<float> f(head_dim / 2);
-  rope_inv_freq(c, f.data());
-  return f;
-}
-
 std::vector<float> to_float(const std::vector<uint16_t>& bits) {
   std::vector<float> f(bits.size());
   for (size_t i = 0; i < bits.size(); ++i) f[i] = bf16_to_f32(bits[i]);
@@ -95,7 +82,7 @@ TEST_F(CudaPrefillAttention, RopeStoreKvRowsMatchesDecodeStepsBitwise) {
       // q, k, v as column slices of one packed GEMM output with a padded row.
       const size_t ld = q_dim + 2 * kv_dim + pad;
       const std::vector<float> qkv = fsvd::testing::random_normal(n * ld, ++seed);
-      const std::vector<float> inv = inv_freq_for(s.head_dim, pos % 2 == 1);
+      const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, pos % 2 == 1);
       DeviceBuffer<float> dqkv(qkv.size()), dinv(inv.size());
       dqkv.upload(qkv), dinv.upload(inv);
 
@@ -189,7 +176,7 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
   const size_t q_dim = size_t(s.n_heads) * s.head_dim, kv_dim = size_t(s.n_kv_heads) * s.head_dim;
   const size_t ld = q_dim + 2 * kv_dim;
   const std::vector<float> qkv = fsvd::testing::random_normal(total * ld, 99);
-  const std::vector<float> inv = inv_freq_for(s.head_dim, true);
+  const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, true);
   DeviceBuffer<float> dqkv(qkv.size()), dinv(inv.size());
   dqkv.upload(qkv), dinv.upload(inv);
   DeviceCache cache(s, total + 5);

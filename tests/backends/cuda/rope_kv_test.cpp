@@ -67,19 +67,6 @@ uint32_t bits_of(ElementType t, float v) {
   return t == ElementType::F32 ? std::bit_cast<uint32_t>(v) : f32_to_bf16(v);
 }
 
-std::vector<float> inv_freq_for(int head_dim, bool llama3) {
-  ModelConfig c;
-  c.head_dim = head_dim;
-  if (llama3) {
-    c.rope_theta = 500000.0f;
-    c.rope_scaling.type = "llama3";
-    c.rope_scaling.factor = 8.0f;
-  }
-  std::vector<float> f(head_dim / 2);
-  rope_inv_freq(c, f.data());
-  return f;
-}
-
 struct OpResult {
   std::vector<float> q;            // after the op
   std::vector<uint32_t> kc, vc;    // bits of the whole caches after the op
@@ -113,7 +100,7 @@ TEST_P(CudaRopeStoreKv, MatchesCpuRopeAndWritesOnlyTheRowAtPosition) {
                                std::to_string(s.n_kv_heads) + " hd " + std::to_string(s.head_dim) +
                                " pos " + std::to_string(pos);
       const size_t q_dim = size_t(s.n_heads) * s.head_dim, kv_dim = size_t(s.n_kv_heads) * s.head_dim;
-      const std::vector<float> inv = inv_freq_for(s.head_dim, llama3);
+      const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, llama3);
       const std::vector<float> q = fsvd::testing::random_normal(q_dim, ++seed);
       const std::vector<float> k = fsvd::testing::random_normal(kv_dim, ++seed);
       const std::vector<float> v = fsvd::testing::random_normal(kv_dim, ++seed);
@@ -157,7 +144,7 @@ TEST_P(CudaRopeStoreKv, PositionOutsideCacheWritesNothingAndPoisonsQ) {
   const ElementType type = GetParam();
   const HeadShape s{9, 3, 64};
   const int max_ctx = 50;
-  const std::vector<float> inv = inv_freq_for(s.head_dim, false);
+  const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, false);
   const std::vector<float> q = fsvd::testing::random_normal(9 * 64, 7);
   const std::vector<float> kv = fsvd::testing::random_normal(3 * 64, 8);
   for (int pos : {-1, max_ctx, 1 << 30}) {
