@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Packs the test binary and the CLI with the shared libraries they need (all
-# but glibc and CUDA's, which the GPU machine has) into build/gpu-bundle, so
+# but glibc and CUDA's, which the GPU machine has) into <build dir>/gpu-bundle, so
 # the GPU machine, which has no package registry, can run them:
-#   here:            bash scripts/gpu_bundle.sh
+#   here:            bash scripts/gpu_bundle.sh   (builds in $FLASHSVD_BUILD_DIR, default build/)
 #   on the GPU host: build/gpu-bundle/run-tests.sh   (runs the CUDA tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-bundle=build/gpu-bundle
+dir=${FLASHSVD_BUILD_DIR:-build}
+bundle=$dir/gpu-bundle
 rm -rf "$bundle"
 mkdir -p "$bundle/lib"
-cp build/flashsvd_tests build/flashsvd "$bundle/"
-ldd build/flashsvd_tests build/flashsvd | awk '$3 ~ /^\// {print $3}' | sort -u |
+cp "$dir/flashsvd_tests" "$dir/flashsvd" "$bundle/"
+strip "$bundle/flashsvd_tests" "$bundle/flashsvd"  # the device copy is size-limited
+ldd "$dir/flashsvd_tests" "$dir/flashsvd" | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt)\.so|/usr/local/cuda' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 cat > "$bundle/run-tests.sh" <<'RUN'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the decode-op CUDA tests (rope_store_kv, decode_attention, embedding,
+# Builds the decode-op CUDA tests (decode_attention with its RoPE, embedding,
 # rmsnorm, argmax) into build-gpu/decode_ops_tests (or $FLASHSVD_GPU_BIN_DIR)
 # on a machine with nvcc and GoogleTest, to be carried to the GPU machine and
 # run there:
@@ -12,11 +12,11 @@ cd "$(dirname "$0")/../.."
 out=${FLASHSVD_GPU_BIN_DIR:-build-gpu}
 obj="$out/obj_decode_ops"
 mkdir -p "$obj"
-for k in rope_kv decode_attention small_ops; do
+for k in decode_attention small_ops; do
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Isrc \
       -c "src/backends/cuda/$k.cu" -o "$obj/$k.o" 2> "$out/ptxas_$k.log"
 done
-for f in tests/backends/cuda/rope_kv_test.cpp tests/backends/cuda/decode_attention_test.cpp \
+for f in tests/backends/cuda/decode_attention_test.cpp \
          tests/backends/cuda/small_ops_test.cpp tests/testing/random_model.cpp src/core/*.cpp \
          src/model/*.cpp src/backends/cpu/ops.cpp src/backends/cpu/attention.cpp; do
   g++ -std=c++20 -O2 -Wno-unknown-pragmas -DFLASHSVD_CUDA=1 -Isrc -Itests -I/usr/local/cuda/include \

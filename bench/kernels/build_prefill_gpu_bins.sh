@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 out=build-gpu-prefill
 obj="$out/obj"
 mkdir -p "$obj"
-for k in prefill_attention rope_kv; do
+for k in prefill_attention decode_attention; do
   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v -Isrc \
       -c "src/backends/cuda/$k.cu" -o "$obj/$k.o" 2> "$out/ptxas_$k.log"
 done

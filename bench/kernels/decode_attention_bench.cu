@@ -66,17 +66,23 @@ int main() {
         FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_bytes));
       }
       const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx, type);
-      float *q, *out, *ws;
+      float *q, *kv_new, *inv_freq, *out, *ws;  // the token's k and v share one buffer here
       FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
+      FSVD_CUDA_CHECK(cudaMalloc(&kv_new, kv_dim * 4));
+      FSVD_CUDA_CHECK(cudaMalloc(&inv_freq, shape.head_dim / 2 * 4));
+      FSVD_CUDA_CHECK(cudaMemset(kv_new, 0x3c, kv_dim * 4));
+      FSVD_CUDA_CHECK(cudaMemset(inv_freq, 0x3c, shape.head_dim / 2 * 4));
       FSVD_CUDA_CHECK(cudaMalloc(&out, shape.n_heads * shape.head_dim * 4));
       FSVD_CUDA_CHECK(cudaMalloc(&ws, plan.workspace_floats * 4));
+      FSVD_CUDA_CHECK(cudaMemset(ws, 0, plan.workspace_floats * 4));
       FSVD_CUDA_CHECK(cudaMemset(q, 0x3c, shape.n_heads * shape.head_dim * 4));
       for (int len : {512, 4096, 8192}) {
         const int p = len - 1;
         FSVD_CUDA_CHECK(cudaMemcpy(pos, &p, sizeof(int), cudaMemcpyHostToDevice));
         const float us = time_graph(s, [&] {
           for (int l = 0; l < kLayers; ++l)
-            decode_attention(q, {k[l], v[l], kMaxCtx, type}, pos, shape, ws, plan.workspace_floats, out, s);
+            decode_attention(q, kv_new, kv_new, inv_freq, {k[l], v[l], kMaxCtx, type}, pos, shape, ws,
+                             plan.workspace_floats, out, s);
         }, kLayers);
         const double bytes = 2.0 * len * kv_dim * element_bytes(type);
         std::printf("%-5s %2d/%2d/%-8d %6d %10.2f %10.0f   (splits %d)\n",
@@ -84,7 +90,7 @@ int main() {
                     shape.head_dim, len, us, bytes / us * 1e-3, plan.splits);
       }
       for (int l = 0; l < kLayers; ++l) cudaFree(k[l]), cudaFree(v[l]);
-      cudaFree(q), cudaFree(out), cudaFree(ws);
+      cudaFree(q), cudaFree(kv_new), cudaFree(inv_freq), cudaFree(out), cudaFree(ws);
     }
   }
   float* logits;

@@ -9,7 +9,6 @@
 #include "backends/cuda/sampling.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
-#include "backends/cuda/rope_kv.h"
 #include "backends/cuda/small_ops.h"
 #include "core/error.h"
 
@@ -132,7 +131,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   k_ = DeviceBuffer<float>(kv_dim);
   v_ = DeviceBuffer<float>(kv_dim);
   att_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
-  attention_work_ = DeviceBuffer<float>(std::max<size_t>(attention_plan_.workspace_floats, 1));
+  attention_work_ = DeviceBuffer<float>(attention_plan_.workspace_floats);
+  attention_work_.zero();  // decode_attention's arrival counters start at zero
   rank_ = DeviceBuffer<float>(max_rank);
   gate_up_ = DeviceBuffer<float>(gate_up_rows);
   gate_ = DeviceBuffer<float>(c.intermediate);
@@ -178,7 +178,7 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   const KvCacheLayer cache = layer_cache(index);
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
-  // fused), each part's second factor, then RoPE + cache append.
+  // fused), the parts' second factors, then RoPE, cache append and attention.
   const GemvConfig cfg = gemv_config();
   packed_first(l.qkv, l.attn_norm, qkv_.data(), stream);
   // The low-rank parts' second factors in one grouped launch; a dense part's
@@ -205,10 +205,8 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
     const int64_t n = part.second.data ? part.second.rows : part.rows;
     if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
   }
-  float *q = outputs[0], *k = outputs[1], *v = outputs[2];
-  rope_store_kv(q, k, v, inv_freq_.data(), pos_.data(), heads_, cache, stream);
-  decode_attention(q, cache, pos_.data(), heads_, attention_work_.data(), attention_work_.size(),
-                   att_.data(), stream);
+  decode_attention(outputs[0], outputs[1], outputs[2], inv_freq_.data(), cache, pos_.data(), heads_,
+                   attention_work_.data(), attention_work_.size(), att_.data(), stream, options_.pdl);
   linear_residual(l.o, att_.data(), rank_.data(), x_.data(), cfg, stream);
 
   // MLP block: packed gate|up first factors (RMSNorm fused), silu(gate)·up,
@@ -221,7 +219,8 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   } else {
     const float* g = part_output(gate, gate_up_.data(), gate_.data(), cfg, stream);
     const float* u = part_output(up, gate_up_.data(), up_.data(), cfg, stream);
-    silu_mul(g, c.intermediate, u, c.intermediate, 1, c.intermediate, gate_.data(), ElementType::F32, stream);
+    silu_mul(g, c.intermediate, u, c.intermediate, ElementType::F32, 1, c.intermediate, gate_.data(),
+             ElementType::F32, stream);
   }
   linear_residual(l.down, gate_.data(), rank_.data(), x_.data(), cfg, stream);
 }

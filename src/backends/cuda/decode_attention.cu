@@ -1,22 +1,36 @@
-// Split-KV decode attention (see decode_attention.h).
+// Decode attention for one token (see decode_attention.h).
 //
-// Split pass: CTA (split, kv head, head chunk) owns a slice of cache
-// positions and up to kMaxHeads query heads that share the kv head, so each
-// K/V row is read once per slice whatever the GQA ratio. A row of head_dim
-// values is read by head_dim / 8 lanes, 8 values each (one 16-byte load for a
-// bf16 cache, two for fp32: the element type is a template parameter that
-// only changes the loads and their unpacking); a warp thus
-// covers 32 / (head_dim / 8) rows per load, and each of these lane groups
-// runs its own online softmax (max, sum, unnormalized output) over the rows
-// it reads, kRows rows per step so that one rescale serves several rows and
-// several loads are in flight. Scores are kept in the log2 domain (q is
-// pre-scaled by log2(e) / sqrt(head_dim), so exp2f does the work). At the end
-// the lane groups merge through shuffles, the warps through shared memory,
-// and the slice's (max, sum, output) goes to the workspace.
+// Slices: CTA (split, kv head, head chunk) owns a slice of cache positions and
+// up to kMaxHeads query heads that share the kv head, so each K/V row is read
+// once per slice whatever the GQA ratio. A row of head_dim values is read by
+// head_dim / 8 lanes, 8 values each (one 16-byte load for a bf16 cache, two
+// for fp32: the element type is a template parameter that only changes the
+// loads and their unpacking); a warp thus covers 32 / (head_dim / 8) rows per
+// load, and each of these lane groups runs its own online softmax (max, sum,
+// unnormalized output) over the rows it reads, kRows rows per step so that
+// one rescale serves several rows and several loads are in flight. Scores are
+// kept in the log2 domain (q is pre-scaled by log2(e) / sqrt(head_dim), so
+// exp2f does the work). At the end the lane groups merge through shuffles,
+// the warps through shared memory, and the slice's (max, sum, output) goes to
+// the workspace. The slicing derives from *d_pos alone, so the grid is fixed
+// by max_ctx (graph capture) while the work per CTA follows the length.
 //
-// Combine pass: one CTA per query head merges the slices that hold valid
-// positions. Both passes derive the slicing from *d_pos alone, so the grid is
-// fixed by max_ctx (graph capture) while the work per CTA follows the length.
+// The token's own row. q and k are rotated in registers: a lane holds 8
+// consecutive dims, and the other member of each rotation pair sits
+// head_dim / 16 lanes away (one shuffle). The CTA whose slice ends at the
+// token rotates k, rounds k and v to the cache type, stores them at the
+// cursor (head chunk 0 does) and seeds one lane group's softmax with that
+// row, so no thread reads a cache row written by this launch. This replaced a
+// RoPE + store kernel before the attention: one launch fewer a layer.
+//
+// Merge. Each CTA counts itself in with an atomic after its slice's results
+// are visible (threadfence); the last CTA of a head group to arrive merges the
+// slices in slice order (bitwise reproducible, unlike atomics on the output)
+// and resets the counter for the next launch. This replaced a combine kernel.
+//
+// Programmatic dependent launch: each warp's first K/V rows, written by
+// earlier steps, are requested before waiting for the previous kernel, so the
+// cache stream starts under that kernel's tail.
 #include "backends/cuda/decode_attention.h"
 
 #include <cuda_bf16.h>
@@ -27,6 +41,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/rope.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -35,19 +50,23 @@ constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxHeads = 8;       // query heads per CTA; larger groups take several CTAs
 constexpr int kMinSplitLen = 32;   // shorter slices cost more in merging than they save
-constexpr int kMaxSplits = 256;    // the combine walks the slices serially
+constexpr int kMaxSplits = 256;    // the merge walks the slices serially
 constexpr int kMaxCtasPerSm = 4;    // more slices than this buys no bandwidth, costs merging
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
-  const float* q;
-  const void* k;  // cache rows of T (the kernels' template parameter)
-  const void* v;
+  const float* q;      // the token's q, k, v before RoPE
+  const float* k_new;
+  const float* v_new;
+  const float* inv_freq;
+  void* k;  // cache rows of T (the kernel's template parameter)
+  void* v;
   const int* pos;
   int max_ctx, group, kv_dim, splits;
   float scale_log2;  // log2(e) / sqrt(head_dim)
   float* ws_acc;     // [n_heads][splits][head_dim] unnormalized outputs
   float* ws_ml;      // [n_heads][splits][2] (max in log2 units, sum of exp2)
+  int* arrivals;     // [n_kv_heads][head_chunks] slices done, zero between launches
   float* out;
 };
 
@@ -92,10 +111,48 @@ __device__ __forceinline__ void unpack8(const Raw8<T>& r, float* f) {
   }
 }
 
+// A value as the cache stores it (bf16: rounded to nearest even).
+template <typename T>
+__device__ __forceinline__ float as_stored(float x) {
+  if constexpr (sizeof(T) == 4) return x;
+  else return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+// Eight values (exactly representable in T) stored as T at a 16-byte aligned p.
+template <typename T>
+__device__ __forceinline__ void store8(void* p, const float* f) {
+  if constexpr (sizeof(T) == 4) {
+    reinterpret_cast<float4*>(p)[0] = make_float4(f[0], f[1], f[2], f[3]);
+    reinterpret_cast<float4*>(p)[1] = make_float4(f[4], f[5], f[6], f[7]);
+  } else {
+    *reinterpret_cast<uint4*>(p) =
+        make_uint4(pack_bf16(f[0], f[1]), pack_bf16(f[2], f[3]), pack_bf16(f[4], f[5]), pack_bf16(f[6], f[7]));
+  }
+}
+
+// Eight fp32 values of the token's q, k or v: scalar loads, since a dense
+// part's output is an unaligned slice of the packed q|k|v output.
+__device__ __forceinline__ void load8(const float* p, float* f) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) f[e] = p[e];
+}
+
+// RoPE on the 8 dims this lane holds; the other member of each pair is in
+// lane ^ kHalfLanes. Every lane of the warp must call it.
+template <int kHalfLanes>
+__device__ __forceinline__ void rotate8(float* x, const float* sn, const float* cs, bool first_half) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const float other = __shfl_xor_sync(0xffffffffu, x[e], kHalfLanes);
+    x[e] = first_half ? rope_first(x[e], other, sn[e], cs[e]) : rope_second(other, x[e], sn[e], cs[e]);
+  }
+}
+
 template <typename T, int kHeadDim, int kHeads>
-__global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   constexpr int kLoads = Raw8<T>::kLoads;
   constexpr int kLanesPerRow = kHeadDim / 8;
+  constexpr int kHalfLanes = kLanesPerRow / 2;  // lanes per half of a head
   constexpr int kSlots = 32 / kLanesPerRow;    // rows a warp covers per load
   // Rows per lane group per step: bounded by registers, so fp32 rows, twice
   // the bits, take half as many (the same bytes in flight).
@@ -103,14 +160,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
   constexpr int kWorkers = kWarps * kSlots;    // lane groups per CTA
   __shared__ float4 s_acc[kWarps][kHeads][kHeadDim / 4];
   __shared__ float s_m[kWarps][kHeads], s_l[kWarps][kHeads];
-
-  const int pos = *p.pos;
-  if (pos < 0 || pos >= p.max_ctx) return;  // the combine reports it
-  const int len = pos + 1;
-  const int slen = slice_len(len, p.splits);
-  const int row0 = blockIdx.x * slen;
-  if (row0 >= len) return;  // a slice past the valid length: nothing to do
-  const int row_end = min(row0 + slen, len);
+  __shared__ bool s_last;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane % kLanesPerRow, slot = lane / kLanesPerRow;
@@ -118,20 +168,66 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
   const int nh = min(kHeads, p.group - hq0);
   const int head0 = blockIdx.y * p.group + hq0;
 
-  float qr[kHeads][8];
-#pragma unroll
-  for (int g = 0; g < kHeads; ++g) {
-    const float4* qp = reinterpret_cast<const float4*>(p.q + (head0 + g) * kHeadDim + c * 8);
-    const float4 a = g < nh ? qp[0] : make_float4(0, 0, 0, 0);
-    const float4 b = g < nh ? qp[1] : make_float4(0, 0, 0, 0);
-    const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e) qr[g][e] = v[e] * p.scale_log2;
+  const int pos = *p.pos;
+  if (pos < 0 || pos >= p.max_ctx) {
+    if (blockIdx.x == 0)
+      for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) p.out[head0 * kHeadDim + i] = nanf("");
+    return;
   }
+  const int len = pos + 1;
+  const int slen = slice_len(len, p.splits);
+  const int row0 = blockIdx.x * slen;
+  if (row0 >= len) return;  // a slice past the valid length: nothing to do
+  const int row_end = min(row0 + slen, len);
+  const bool owns_token = row_end == len;
+  const int cached_end = owns_token ? pos : row_end;  // rows [row0, cached_end) come from the cache
 
   const int64_t stride = p.kv_dim / 8 * kLoads;  // row stride in 16-byte groups
   const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kLanesPerRow + c) * kLoads;
   const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kLanesPerRow + c) * kLoads;
+  Raw8<T> kw[kRows], vw[kRows];
+  bool ok[kRows];
+  auto load_rows = [&](int base) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int row = base + r * kWorkers + slot;
+      ok[r] = row < cached_end;  // rows past the slice may hold anything: never read them
+      kw[r] = ok[r] ? load8<T>(kp + row * stride) : Raw8<T>{};
+      vw[r] = ok[r] ? load8<T>(vp + row * stride) : Raw8<T>{};
+    }
+  };
+  const int first_base = row0 + warp * kSlots;
+  load_rows(first_base);
+  allow_next_kernel_to_launch();
+  wait_for_previous_kernel();
+
+  // The angles of this lane's 8 dims, shared by q and k.
+  const bool first_half = c < kHalfLanes;
+  float sn[8], cs[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) rope_angle(pos, p.inv_freq[(c % kHalfLanes) * 8 + e], &sn[e], &cs[e]);
+
+  float qr[kHeads][8];
+#pragma unroll
+  for (int g = 0; g < kHeads; ++g) {
+    float x[8] = {};
+    if (g < nh) load8(p.q + (head0 + g) * kHeadDim + c * 8, x);
+    rotate8<kHalfLanes>(x, sn, cs, first_half);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qr[g][e] = x[e] * p.scale_log2;
+  }
+
+  // Dot product of q head g with a row whose 8 dims of this lane are kf,
+  // summed over the lane group.
+  auto score = [&](int g, const float* kf) {
+    float d = 0;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) d = fmaf(qr[g][e], kf[e], d);
+#pragma unroll
+    for (int off = kLanesPerRow / 2; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
+    return d;
+  };
+
   float m[kHeads], l[kHeads], acc[kHeads][8];
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
@@ -140,18 +236,34 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0;
   }
+  if (owns_token) {  // uniform across the CTA
+    float kf[8], vf[8];
+    load8(p.k_new + blockIdx.y * kHeadDim + c * 8, kf);
+    load8(p.v_new + blockIdx.y * kHeadDim + c * 8, vf);
+    rotate8<kHalfLanes>(kf, sn, cs, first_half);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) kf[e] = as_stored<T>(kf[e]), vf[e] = as_stored<T>(vf[e]);
+    const bool seed = warp == 0 && slot == 0;
+    if (seed && blockIdx.z == 0) {
+      const int64_t at = int64_t{pos} * p.kv_dim + blockIdx.y * kHeadDim + c * 8;
+      store8<T>(static_cast<T*>(p.k) + at, kf);
+      store8<T>(static_cast<T*>(p.v) + at, vf);
+    }
+#pragma unroll
+    for (int g = 0; g < kHeads; ++g) {
+      const float d = score(g, kf);
+      if (seed) {
+        m[g] = d;
+        l[g] = 1;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] = vf[e];
+      }
+    }
+  }
 
   // The loop bound is uniform across the warp (shuffles below need all lanes).
-  for (int base = row0 + warp * kSlots; base < row_end; base += kWorkers * kRows) {
-    Raw8<T> kw[kRows], vw[kRows];
-    bool ok[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int row = base + r * kWorkers + slot;
-      ok[r] = row < row_end;  // rows past the slice may hold anything: never read them
-      kw[r] = ok[r] ? load8<T>(kp + row * stride) : Raw8<T>{};
-      vw[r] = ok[r] ? load8<T>(vp + row * stride) : Raw8<T>{};
-    }
+  for (int base = first_base; base < cached_end; base += kWorkers * kRows) {
+    if (base != first_base) load_rows(base);
     float s[kRows][kHeads];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -159,11 +271,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
       unpack8(kw[r], kf);
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) {
-        float d = 0;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) d = fmaf(qr[g][e], kf[e], d);
-#pragma unroll
-        for (int off = kLanesPerRow / 2; off > 0; off /= 2) d += __shfl_xor_sync(0xffffffffu, d, off);
+        const float d = score(g, kf);
         s[r][g] = ok[r] ? d : -INFINITY;
       }
     }
@@ -230,59 +338,62 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const Params p) {
     p.ws_acc[slot_index * kHeadDim + d] = o;
     if (d == 0) p.ws_ml[2 * slot_index] = mx, p.ws_ml[2 * slot_index + 1] = sum;
   }
-}
 
-// One CTA of head_dim threads per query head.
-template <int kHeadDim>
-__global__ void __launch_bounds__(kHeadDim) combine_kernel(const Params p) {
-  const int h = blockIdx.x, d = threadIdx.x;
-  const int pos = *p.pos;
-  float* out = p.out + h * kHeadDim + d;
-  if (pos < 0 || pos >= p.max_ctx) {
-    *out = nanf("");
-    return;
-  }
-  const int len = pos + 1;
-  const int slen = slice_len(len, p.splits);
+  // Count this slice in once its results are visible; the last to arrive merges.
   const int active = (len + slen - 1) / slen;
-  const float* ml = p.ws_ml + int64_t{h} * p.splits * 2;
-  const float* acc = p.ws_acc + int64_t{h} * p.splits * kHeadDim + d;
-  float mx = -INFINITY;
-  for (int i = 0; i < active; ++i) mx = fmaxf(mx, ml[2 * i]);
-  float o = 0, sum = 0;
-  for (int i = 0; i < active; ++i) {
-    const float wt = exp2f(ml[2 * i] - mx);
-    sum += wt * ml[2 * i + 1];
-    o += wt * acc[int64_t{i} * kHeadDim];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* arrivals = p.arrivals + blockIdx.y * gridDim.z + blockIdx.z;
+    s_last = atomicAdd(arrivals, 1) == active - 1;
+    if (s_last) *arrivals = 0;  // every slice is in: ready for the next launch
   }
-  *out = o / sum;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) {
+    const int g = i / kHeadDim, d = i % kHeadDim;
+    const int64_t slot0 = int64_t{head0 + g} * p.splits;
+    const float* ml = p.ws_ml + 2 * slot0;
+    const float* acc_in = p.ws_acc + slot0 * kHeadDim + d;
+    // Other CTAs wrote these: read through L2 (__ldcg), never a stale L1 line.
+    // One online pass; unrolled so that several slices' loads are in flight.
+    float mx = -INFINITY, o = 0, sum = 0;
+#pragma unroll 8
+    for (int sl = 0; sl < active; ++sl) {
+      const float m_s = __ldcg(ml + 2 * sl), l_s = __ldcg(ml + 2 * sl + 1);
+      const float a_s = __ldcg(acc_in + int64_t{sl} * kHeadDim);
+      const float m_new = fmaxf(mx, m_s);  // finite: every active slice has a row
+      const float corr = exp2f(mx - m_new), w = exp2f(m_s - m_new);
+      sum = fmaf(sum, corr, w * l_s);
+      o = fmaf(o, corr, w * a_s);
+      mx = m_new;
+    }
+    p.out[(head0 + g) * kHeadDim + d] = o / sum;
+  }
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 using KernelFn = void (*)(Params);
 
-struct Variant {
-  KernelFn split, combine;
-};
-
 template <typename T>
-Variant variant_for(const HeadShape& shape) {
+KernelFn kernel_for(const HeadShape& shape) {
   const int group = shape.n_heads / shape.n_kv_heads;
   const int heads = group >= kMaxHeads ? kMaxHeads : group > 2 ? 4 : group;  // per CTA
   const int pick = heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3;
   if (shape.head_dim == 64) {
-    const KernelFn split[] = {split_kernel<T, 64, 1>, split_kernel<T, 64, 2>, split_kernel<T, 64, 4>,
-                              split_kernel<T, 64, kMaxHeads>};
-    return {split[pick], combine_kernel<64>};
+    const KernelFn k[] = {attention_kernel<T, 64, 1>, attention_kernel<T, 64, 2>, attention_kernel<T, 64, 4>,
+                          attention_kernel<T, 64, kMaxHeads>};
+    return k[pick];
   }
-  const KernelFn split[] = {split_kernel<T, 128, 1>, split_kernel<T, 128, 2>, split_kernel<T, 128, 4>,
-                            split_kernel<T, 128, kMaxHeads>};
-  return {split[pick], combine_kernel<128>};
+  const KernelFn k[] = {attention_kernel<T, 128, 1>, attention_kernel<T, 128, 2>, attention_kernel<T, 128, 4>,
+                        attention_kernel<T, 128, kMaxHeads>};
+  return k[pick];
 }
 
-Variant variant_for(const HeadShape& shape, ElementType cache_type) {
-  return cache_type == ElementType::F32 ? variant_for<float>(shape) : variant_for<__nv_bfloat16>(shape);
+KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
+  return cache_type == ElementType::F32 ? kernel_for<float>(shape) : kernel_for<__nv_bfloat16>(shape);
 }
 
 }  // namespace
@@ -295,7 +406,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, E
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &resident, variant_for(shape, cache_type).split, kThreads, 0));
+      &resident, kernel_for(shape, cache_type), kThreads, 0));
   const int group = shape.n_heads / shape.n_kv_heads;
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
@@ -306,25 +417,30 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, E
   const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
   plan.splits = static_cast<int>(std::clamp<int64_t>(
       slots / ctas_per_split, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
-  plan.workspace_floats = size_t(shape.n_heads) * plan.splits * (shape.head_dim + 2);
+  static_assert(sizeof(int) == sizeof(float), "the arrival counters take one float slot each");
+  plan.workspace_floats =
+      size_t(shape.n_heads) * plan.splits * (shape.head_dim + 2) + size_t(shape.n_kv_heads) * plan.head_chunks;
   return plan;
 }
 
-void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_pos,
-                      const HeadShape& shape, float* workspace, size_t workspace_floats, float* out,
-                      cudaStream_t stream) {
+void decode_attention(const float* q, const float* k, const float* v, const float* inv_freq,
+                      const KvCacheLayer& cache, const int* d_pos, const HeadShape& shape, float* workspace,
+                      size_t workspace_floats, float* out, cudaStream_t stream, bool pdl) {
   const char* where = "decode_attention";
   check_head_shape(shape, where);
   check_cache(cache, where);
-  check(q != nullptr && d_pos != nullptr && workspace != nullptr && out != nullptr, where,
-        "null argument");
-  check(reinterpret_cast<uintptr_t>(q) % 16 == 0, where, "q must be 16-byte aligned");
+  check(q != nullptr && k != nullptr && v != nullptr && inv_freq != nullptr && d_pos != nullptr &&
+            workspace != nullptr && out != nullptr,
+        where, "null argument");
   const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx, cache.type);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 
   Params p{};
   p.q = q;
+  p.k_new = k;
+  p.v_new = v;
+  p.inv_freq = inv_freq;
   p.k = cache.k;
   p.v = cache.v;
   p.pos = d_pos;
@@ -335,12 +451,19 @@ void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_po
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
   p.ws_acc = workspace;
   p.ws_ml = workspace + size_t(shape.n_heads) * plan.splits * shape.head_dim;
+  p.arrivals = reinterpret_cast<int*>(p.ws_ml + size_t(shape.n_heads) * plan.splits * 2);
   p.out = out;
-  const Variant kernels = variant_for(shape, cache.type);
-  kernels.split<<<dim3(plan.splits, shape.n_kv_heads, plan.head_chunks), kThreads, 0, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("decode attention split_kernel");
-  kernels.combine<<<shape.n_heads, shape.head_dim, 0, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("decode attention combine_kernel");
+
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(plan.splits, shape.n_kv_heads, plan.head_chunks);
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel_for(shape, cache.type), p));
 }
 
 }  // namespace fsvd::cuda

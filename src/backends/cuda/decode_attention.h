@@ -1,9 +1,10 @@
 #pragma once
-// Decode attention for one query token over a layer's dense KV cache (bf16, or
-// fp32 for exact checks): split-KV flash-decoding, GQA-aware, fp32 math. The
-// valid length is read from device memory (*d_pos + 1 positions), and the
-// launch shape depends only on the shape and max_ctx, so one CUDA graph serves
-// every token of a sequence.
+// The attention block of one decode token over a layer's dense KV cache (bf16,
+// or fp32 for exact checks): RoPE on q and on the token's k, k and v stored at
+// the cursor of the cache, then split-KV flash-decoding (GQA-aware, fp32 math)
+// with the slices merged by the last CTA of each head group — one launch. The
+// position is read from device memory, and the launch shape depends only on
+// the shape and max_ctx, so one CUDA graph serves every token of a sequence.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -19,6 +20,7 @@ namespace fsvd::cuda {
 struct DecodeAttentionPlan {
   int splits = 0;
   int head_chunks = 0;  // CTAs per kv head along its query heads (group / 8, rounded up)
+  // Per-slice results, then one arrival counter per (kv head, head chunk).
   size_t workspace_floats = 0;
 };
 
@@ -27,13 +29,21 @@ struct DecodeAttentionPlan {
 DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx,
                                           ElementType cache_type = ElementType::BF16);
 
-// q: [n_heads * head_dim] fp32 (RoPE applied); out: [n_heads * head_dim] fp32;
-// workspace: at least plan_decode_attention(shape, cache.max_ctx,
-// cache.type).workspace_floats floats. Attends to cache positions [0, *d_pos]
-// with scale 1/sqrt(head_dim). A position outside [0, max_ctx) reads nothing
-// and fills out with NaN. Two launches (split pass, combine).
-void decode_attention(const float* q, const KvCacheLayer& cache, const int* d_pos,
-                      const HeadShape& shape, float* workspace, size_t workspace_floats, float* out,
-                      cudaStream_t stream);
+// The token's q: [n_heads * head_dim], k and v: [n_kv_heads * head_dim], fp32
+// before RoPE (not modified); inv_freq: [head_dim / 2] (rope_inv_freq). With
+// p = *d_pos: rows k_cache[p], v_cache[p] are written (RoPE'd k and v, rounded
+// to nearest even for a bf16 cache), and out: [n_heads * head_dim] fp32 gets
+// the attention of RoPE'd q over positions [0, p] (scale 1/sqrt(head_dim);
+// the token's own row as stored). Rows past p are never read. A position
+// outside [0, max_ctx) writes no cache row and fills out with NaN, so the
+// error shows instead of corrupting memory. workspace: at least
+// plan_decode_attention(shape, cache.max_ctx, cache.type).workspace_floats
+// floats, zero-filled before its first use (each launch leaves it reusable).
+// `pdl`: launched as a programmatic dependent of the previous kernel — its
+// first cache reads, which no kernel of this step writes, overlap that
+// kernel's tail.
+void decode_attention(const float* q, const float* k, const float* v, const float* inv_freq,
+                      const KvCacheLayer& cache, const int* d_pos, const HeadShape& shape, float* workspace,
+                      size_t workspace_floats, float* out, cudaStream_t stream, bool pdl = false);
 
 }  // namespace fsvd::cuda

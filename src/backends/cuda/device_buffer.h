@@ -44,6 +44,10 @@ class DeviceBuffer {
   size_t size() const { return size_; }
   size_t bytes() const { return size_ * sizeof(T); }
 
+  // All bytes zero.
+  void zero() {
+    if (size_ > 0) FSVD_CUDA_CHECK(cudaMemset(ptr_, 0, bytes()));
+  }
   // Copies host values into the first host.size() elements.
   void upload(std::span<const T> host) {
     check(host.size() <= size_, "DeviceBuffer::upload", host.size(), " elements into a buffer of ",

@@ -184,16 +184,6 @@ __device__ float stage_x(const void* x, const float* gain, int k0, int n, int co
   return ss;
 }
 
-// Programmatic dependent launch (no-ops when the launch did not ask for it):
-// let the next kernel in the stream start its CTAs, and wait until the
-// previous kernel has finished and its writes are visible.
-__device__ __forceinline__ void allow_next_kernel_to_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-__device__ __forceinline__ void wait_for_previous_kernel() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-
 template <Epilogue kE>
 __device__ __forceinline__ void finish(float* y, int o, float a, float b) {
   if constexpr (kE == Epilogue::Store) {

@@ -1,6 +1,10 @@
 #pragma once
 // Small device helpers shared by the decode-op kernels.
 
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
 namespace fsvd::cuda {
 
 template <typename T>
@@ -8,6 +12,22 @@ __device__ __forceinline__ T warp_sum(T v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
+}
+
+// Programmatic dependent launch (no-ops when the launch did not ask for it):
+// let the next kernel in the stream start its CTAs, and wait until the
+// previous kernel has finished and its writes are visible.
+__device__ __forceinline__ void allow_next_kernel_to_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Two floats as bf16x2 (round to nearest even), the first in the low half.
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // bf16 is the high half of an fp32: element 0 of a word is its low 16 bits.

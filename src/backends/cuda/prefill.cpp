@@ -86,7 +86,6 @@ void Prefill::reserve(int64_t n) {
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
   grow(tokens_, n);
   grow(x_, n * c.hidden);
-  grow(normed_, n * c.hidden);
   grow(packed_, n * packed_ld_);
   grow(q_, n * q_dim);
   grow(k_, n * kv_dim);
@@ -99,13 +98,13 @@ void Prefill::reserve(int64_t n) {
   grow(att_b_, n * q_dim);
   grow(rank_b_, n * rank_ld_);
   grow(act_b_, n * c.intermediate);
+  grow(gate_up_b_, n * 2 * c.intermediate);
   rows_ = n;
 }
 
 void Prefill::norm_rows(const float* gain, int64_t n) {
   const ModelConfig& c = weights_.config();
-  rmsnorm(x_.data(), gain, n, c.hidden, c.rms_eps, normed_.data(), stream_);
-  to_bf16(normed_.data(), c.hidden, n, c.hidden, hb_.data(), c.hidden, stream_);
+  rmsnorm(x_.data(), gain, n, c.hidden, c.rms_eps, hb_.data(), ElementType::BF16, stream_);
 }
 
 void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y,
@@ -175,16 +174,18 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
   const std::vector<int64_t> staged = packed_first(l.gate_up, l.gate_up_second.data);
   if (l.gate_up_second.data) {
+    // bf16 gate and up (half the bytes through memory), side by side in one buffer.
     const int64_t inter = c.intermediate;
-    gemm_.run(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + staged[0], staged_ld_, n,
-              gate_.data(), inter, ElementType::F32);
+    __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
+    gemm_.run(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + staged[0], staged_ld_, n, g,
+              2 * inter, ElementType::BF16);
     gemm_.run(padded_k(row_slice(l.gate_up_second, inter, 2 * inter)), staged_b_.data() + staged[1], staged_ld_, n,
-              up_.data(), inter, ElementType::F32);
-    silu_mul(gate_.data(), inter, up_.data(), inter, n, inter, act_b_.data(), ElementType::BF16, stream_);
+              u, 2 * inter, ElementType::BF16);
+    silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, n, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
     const Rows g = part_rows(gate, staged[0], gate_.data());
     const Rows u = part_rows(up, staged[1], up_.data());
-    silu_mul(g.p, g.ld, u.p, u.ld, n, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
+    silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, n, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
   linear(l.down, act_b_.data(), c.intermediate, n, x_.data(), true);
 }

@@ -3,8 +3,8 @@
 // rope_store_kv_rows: one thread per (token, 4 rotation pairs), 16-byte
 // loads (one pair a thread where rows are not 16-byte aligned). The angles
 // are computed once and serve every q and kv head of the token; the
-// rotation rounds exactly as rope_store_kv does, so the cache rows match
-// decode bitwise.
+// rotation is decode attention's (rope.cuh), so the cache rows match decode
+// bitwise.
 //
 // prefill_attention: FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
 // fp32 accumulate). A CTA is (query head, tile of 128 queries) with 4 warps
@@ -28,15 +28,11 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/rope.cuh"
 
 namespace fsvd::cuda {
 namespace {
-
-// Two floats as bf16x2 (round to nearest even), the first in the low half.
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
 
 // ---------------------------------------------------------------- RoPE + store
 
@@ -75,11 +71,7 @@ __device__ __forceinline__ void store_bf16(__nv_bfloat16* p, const float (&x)[kV
 }
 
 // Rotates the pairs (j0 + e, j0 + e + half), e < kVec, of one head and stores
-// them as bf16. The roundings are spelled out: they are the ones nvcc 13.0
-// gives rope_store_kv's `a * c - b * s` and `b * c + a * s` (read off its
-// SASS: one product rounded, the other fused), so the two kernels agree
-// bitwise whatever the contraction here would have picked; the bitwise test
-// holds them together.
+// them as bf16, rounded as decode attention rotates (rope.cuh).
 template <int kVec>
 __device__ __forceinline__ void rotate_store(const float* x, __nv_bfloat16* out, int half,
                                              const float (&s)[kVec], const float (&c)[kVec]) {
@@ -88,15 +80,17 @@ __device__ __forceinline__ void rotate_store(const float* x, __nv_bfloat16* out,
   load_floats(x + half, b);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    ra[e] = __fmaf_rn(a[e], c[e], -__fmul_rn(b[e], s[e]));
-    rb[e] = __fmaf_rn(a[e], s[e], __fmul_rn(b[e], c[e]));
+    ra[e] = rope_first(a[e], b[e], s[e], c[e]);
+    rb[e] = rope_second(a[e], b[e], s[e], c[e]);
   }
   store_bf16(out, ra);
   store_bf16(out + half, rb);
 }
 
-// One thread per (token, kVec consecutive rotation pairs): the angles are
-// computed once and serve every q and kv head of the token.
+// One thread per (token, kVec consecutive rotation pairs, head): blockIdx.y
+// is the head, q heads first, then kv heads (k rotated, v copied). A thread
+// per token looping over its heads left short prompts with too few threads
+// to cover memory latency (63 us for 512 tokens of LLaMA-7B).
 template <int kVec>
 __global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const RopeParams p) {
   const int half = p.head_dim / 2, groups = half / kVec;
@@ -106,28 +100,22 @@ __global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const 
   const int pos = p.pos + i;
   float s[kVec], c[kVec];
 #pragma unroll
-  for (int e = 0; e < kVec; ++e)
-    sincosf(static_cast<float>(pos) * p.inv_freq[j0 + e], &s[e], &c[e]);
-  const float* q = p.q + i * p.ldq + j0;
-  __nv_bfloat16* qo = p.q_out + int64_t{i} * p.n_heads * p.head_dim + j0;
-#pragma unroll 4
-  for (int h = 0; h < p.n_heads; ++h)
-    rotate_store(q + h * p.head_dim, qo + h * p.head_dim, half, s, c);
-  const int64_t kv_dim = int64_t{p.n_kv_heads} * p.head_dim;
-  const float* k = p.k + i * p.ldk + j0;
-  const float* v = p.v + i * p.ldv + j0;
-  __nv_bfloat16* krow = p.k_cache + pos * kv_dim + j0;
-  __nv_bfloat16* vrow = p.v_cache + pos * kv_dim + j0;
-#pragma unroll 4
-  for (int h = 0; h < p.n_kv_heads; ++h) {
-    const int e = h * p.head_dim;
-    rotate_store(k + e, krow + e, half, s, c);
-    float x[kVec];
-    load_floats(v + e, x);
-    store_bf16(vrow + e, x);
-    load_floats(v + e + half, x);
-    store_bf16(vrow + e + half, x);
+  for (int e = 0; e < kVec; ++e) rope_angle(pos, p.inv_freq[j0 + e], &s[e], &c[e]);
+  const int h = blockIdx.y;
+  if (h < p.n_heads) {
+    const int64_t e = int64_t{h} * p.head_dim + j0;
+    rotate_store(p.q + i * p.ldq + e, p.q_out + int64_t{i} * p.n_heads * p.head_dim + e, half, s, c);
+    return;
   }
+  const int64_t e = int64_t{h - p.n_heads} * p.head_dim + j0;
+  const int64_t row = int64_t{pos} * p.n_kv_heads * p.head_dim + e;
+  rotate_store(p.k + i * p.ldk + e, p.k_cache + row, half, s, c);
+  float x[kVec];
+  const float* v = p.v + i * p.ldv + e;
+  load_floats(v, x);
+  store_bf16(p.v_cache + row, x);
+  load_floats(v + half, x);
+  store_bf16(p.v_cache + row + half, x);
 }
 
 // ------------------------------------------------------------------ attention
@@ -495,11 +483,12 @@ void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk
   const bool vec4 = aligned(q, 16) && aligned(k, 16) && aligned(v, 16) && aligned(q_out, 8) &&
                     ldq % 4 == 0 && ldk % 4 == 0 && ldv % 4 == 0;
   const int64_t work = int64_t{n} * (shape.head_dim / 2) / (vec4 ? 4 : 1);
-  const auto blocks = static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads);
+  const dim3 grid(static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads),
+                  static_cast<unsigned>(shape.n_heads + shape.n_kv_heads));
   if (vec4)
-    rope_store_kv_rows_kernel<4><<<blocks, kRopeThreads, 0, stream>>>(p);
+    rope_store_kv_rows_kernel<4><<<grid, kRopeThreads, 0, stream>>>(p);
   else
-    rope_store_kv_rows_kernel<1><<<blocks, kRopeThreads, 0, stream>>>(p);
+    rope_store_kv_rows_kernel<1><<<grid, kRopeThreads, 0, stream>>>(p);
   FSVD_CUDA_CHECK_LAUNCH("rope_store_kv_rows_kernel");
 }
 

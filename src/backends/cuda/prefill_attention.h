@@ -15,7 +15,7 @@ namespace fsvd::cuda {
 // n tokens at positions [pos, pos + n). q: [n, n_heads * head_dim], k and v:
 // [n, n_kv_heads * head_dim], fp32 row-major with row strides ldq, ldk, ldv in
 // elements (they may be column slices of one packed GEMM output); not
-// modified. RoPE as in rope_store_kv (HF rotate_half, angle
+// modified. RoPE as in decode_attention (HF rotate_half, angle
 // float(pos + i) * inv_freq[j] in fp32, round to nearest even), so the cache
 // rows [pos, pos + n) come out bit-identical to n decode steps. The rotated q
 // goes to q_out: [n, n_heads * head_dim] bf16, contiguous. One launch.

@@ -31,13 +31,23 @@ __global__ void add_bias_kernel(float* y, int64_t ld, const float* b, int64_t ro
   for_each_element(rows, cols, [&](int64_t r, int64_t c) { y[r * ld + c] += b[c]; });
 }
 
-template <typename T>
-__global__ void silu_mul_kernel(const float* gate, int64_t ld_gate, const float* up, int64_t ld_up, int64_t rows,
-                                int64_t cols, T* out) {
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename In, typename Out>
+__global__ void silu_mul_kernel(const In* gate, int64_t ld_gate, const In* up, int64_t ld_up, int64_t rows,
+                                int64_t cols, Out* out) {
   for_each_element(rows, cols, [&](int64_t r, int64_t c) {
-    const float g = gate[r * ld_gate + c];
-    out[r * cols + c] = T(g / (1.0f + expf(-g)) * up[r * ld_up + c]);
+    const float g = to_float(gate[r * ld_gate + c]);
+    out[r * cols + c] = Out(g / (1.0f + expf(-g)) * to_float(up[r * ld_up + c]));
   });
+}
+
+template <typename In, typename Out>
+void launch_silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, int64_t rows, int64_t cols,
+                     void* out, cudaStream_t stream) {
+  silu_mul_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(
+      static_cast<const In*>(gate), ld_gate, static_cast<const In*>(up), ld_up, rows, cols, static_cast<Out*>(out));
 }
 
 __global__ void to_bf16_kernel(const float* x, int64_t ldx, int64_t rows, int64_t cols, __nv_bfloat16* y,
@@ -60,18 +70,17 @@ void add_bias(float* y, int64_t ld, const float* b, int64_t rows, int64_t cols, 
   FSVD_CUDA_CHECK_LAUNCH("add_bias_kernel");
 }
 
-void silu_mul(const float* gate, int64_t ld_gate, const float* up, int64_t ld_up, int64_t rows, int64_t cols,
-              void* out, ElementType out_type, cudaStream_t stream) {
+void silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, ElementType in_type, int64_t rows,
+              int64_t cols, void* out, ElementType out_type, cudaStream_t stream) {
   check_rows("silu_mul", gate, ld_gate, rows, cols);
   check_rows("silu_mul", up, ld_up, rows, cols);
   check(out != nullptr, "silu_mul", "null output");
   if (rows * cols == 0) return;
-  if (out_type == ElementType::F32)
-    silu_mul_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(gate, ld_gate, up, ld_up, rows, cols,
-                                                                       static_cast<float*>(out));
-  else
-    silu_mul_kernel<<<blocks_for(rows * cols), kThreads, 0, stream>>>(gate, ld_gate, up, ld_up, rows, cols,
-                                                                       static_cast<__nv_bfloat16*>(out));
+  using Bf16 = __nv_bfloat16;
+  const bool in_f32 = in_type == ElementType::F32, out_f32 = out_type == ElementType::F32;
+  (in_f32 ? (out_f32 ? launch_silu_mul<float, float> : launch_silu_mul<float, Bf16>)
+          : (out_f32 ? launch_silu_mul<Bf16, float> : launch_silu_mul<Bf16, Bf16>))(gate, ld_gate, up, ld_up,
+                                                                                    rows, cols, out, stream);
   FSVD_CUDA_CHECK_LAUNCH("silu_mul_kernel");
 }
 

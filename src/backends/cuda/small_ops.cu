@@ -36,11 +36,12 @@ __global__ void __launch_bounds__(kThreads)
     x[i] = ok ? to_float(row[i]) : nanf("");
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    rmsnorm_kernel(const float* x, const float* w, int64_t dim, float eps, float* out) {
+    rmsnorm_kernel(const float* x, const float* w, int64_t dim, float eps, T* out) {
   __shared__ double partial[kThreads / 32];
   const float* xr = x + blockIdx.x * dim;
-  float* yr = out + blockIdx.x * dim;
+  T* yr = out + blockIdx.x * dim;
   double ss = 0;
   for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += static_cast<double>(xr[i]) * xr[i];
   ss = warp_sum(ss);
@@ -49,7 +50,7 @@ __global__ void __launch_bounds__(kThreads)
   double total = 0;
   for (int i = 0; i < kThreads / 32; ++i) total += partial[i];
   const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(dim)) + eps);
-  for (int64_t i = threadIdx.x; i < dim; i += kThreads) yr[i] = w[i] * (xr[i] * inv);
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads) yr[i] = T(w[i] * (xr[i] * inv));
 }
 
 struct Best {
@@ -113,12 +114,16 @@ void embedding_lookup(const DeviceMatrix& table, const int32_t* d_tokens, int64_
   FSVD_CUDA_CHECK_LAUNCH("embedding_kernel");
 }
 
-void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out,
+void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, void* out, ElementType out_type,
              cudaStream_t stream) {
   const char* where = "cuda::rmsnorm";
   check(x != nullptr && w != nullptr && out != nullptr, where, "null argument");
   check(n >= 1 && n <= INT32_MAX && dim >= 1, where, "shape [", n, ", ", dim, "]");
-  rmsnorm_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(x, w, dim, eps, out);
+  const auto grid = static_cast<unsigned>(n);
+  if (out_type == ElementType::F32)
+    rmsnorm_kernel<<<grid, kThreads, 0, stream>>>(x, w, dim, eps, static_cast<float*>(out));
+  else
+    rmsnorm_kernel<<<grid, kThreads, 0, stream>>>(x, w, dim, eps, static_cast<__nv_bfloat16*>(out));
   FSVD_CUDA_CHECK_LAUNCH("rmsnorm_kernel");
 }
 

@@ -18,8 +18,10 @@ void embedding_lookup(const DeviceMatrix& table, const int32_t* d_tokens, int64_
                       cudaStream_t stream);
 
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for rows r < n of width dim,
-// the same arithmetic as cpu::rmsnorm (sum of squares in double). One CTA per row.
-void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, float* out,
+// the same arithmetic as cpu::rmsnorm (sum of squares in double), stored as
+// `out_type` (bf16: rounded to nearest even, the input of prefill's GEMMs).
+// One CTA per row.
+void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, void* out, ElementType out_type,
              cudaStream_t stream);
 
 // *d_index = the lowest index of the largest of logits[0, n); NaN values never

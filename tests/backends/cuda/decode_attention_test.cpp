@@ -1,8 +1,10 @@
-// decode_attention against cpu::attention on the values the cache holds (bf16-
-// rounded, or exact fp32), for GQA ratios 1..16, head_dim 64 and 128 and
-// lengths spanning one to many KV slices; rows past the valid length are
-// poisoned and must be ignored. Also rope_store_kv + decode_attention captured
-// once in a CUDA graph and replayed while the cache grows.
+// decode_attention against the CPU twins (cpu::rope, then cpu::attention on
+// the values the cache holds: bf16-rounded, or exact fp32), for GQA ratios
+// 1..16, head_dim 64 and 128 and lengths spanning one to many KV slices: the
+// token's k and v land in the cache row at its position (RoPE'd k, rounded
+// as stored) and nowhere else; rows past the position are poisoned and must
+// never be read. Also the op captured once in a CUDA graph and replayed
+// while the cache grows (the slice-arrival counters must reset each launch).
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/decode_attention.h"
@@ -12,15 +14,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/attention.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/decode_test_util.h"
-#include "backends/cuda/rope_kv.h"
 #include "core/error.h"
-#include "model/config.h"
 #include "testing/random_model.h"
 
 namespace fsvd::cuda {
@@ -92,30 +93,75 @@ struct TestCache {
   }
 };
 
-// Runs the op for length len and returns its output (poisoned beforehand).
+// The host copy of a cache row as the device holds it.
+std::vector<float> device_row(const DeviceBuffer<char>& cache, const TestCache& c, int row) {
+  const size_t bytes = c.kv_dim * element_bytes(c.type);
+  std::vector<char> raw(bytes);
+  FSVD_CUDA_CHECK(cudaMemcpy(raw.data(), cache.data() + row * bytes, bytes, cudaMemcpyDeviceToHost));
+  std::vector<float> out(c.kv_dim);
+  for (size_t i = 0; i < c.kv_dim; ++i) {
+    if (c.type == ElementType::F32) {
+      std::memcpy(&out[i], raw.data() + 4 * i, 4);
+    } else {
+      uint16_t bits = 0;
+      std::memcpy(&bits, raw.data() + 2 * i, 2);
+      out[i] = bf16_to_f32(bits);
+    }
+  }
+  return out;
+}
+
+// One token's q, k, v (before RoPE) and the op's buffers.
 struct AttentionRunner {
   HeadShape shape;
-  DeviceBuffer<float> q, out, workspace;
+  std::vector<float> inv, q, k, v;
+  DeviceBuffer<float> dq, dk, dv, dinv, out, workspace;
   DeviceBuffer<int> pos{1};
 
-  AttentionRunner(const HeadShape& s, int max_ctx, ElementType type)
-      : shape(s), q(size_t(s.n_heads) * s.head_dim), out(q.size()),
-        workspace(plan_decode_attention(s, max_ctx, type).workspace_floats) {}
-  std::vector<float> run(TestCache& cache, int p) {
+  AttentionRunner(const HeadShape& s, int max_ctx, ElementType type, uint64_t seed)
+      : shape(s), inv(testutil::inv_freq_for(s.head_dim, false)),
+        q(fsvd::testing::random_normal(size_t(s.n_heads) * s.head_dim, seed, 2.0f)),
+        k(fsvd::testing::random_normal(size_t(s.n_kv_heads) * s.head_dim, seed + 1)),
+        v(fsvd::testing::random_normal(k.size(), seed + 2)),
+        dq(q.size()), dk(k.size()), dv(v.size()), dinv(inv.size()), out(q.size()),
+        workspace(plan_decode_attention(s, max_ctx, type).workspace_floats) {
+    dq.upload(q), dk.upload(k), dv.upload(v), dinv.upload(inv);
+    workspace.zero();
+  }
+  void launch(TestCache& cache, cudaStream_t stream, bool pdl) {
+    decode_attention(dq.data(), dk.data(), dv.data(), dinv.data(), cache.layer(), pos.data(), shape,
+                     workspace.data(), workspace.size(), out.data(), stream, pdl);
+  }
+  // Runs the op at position p (the output poisoned beforehand).
+  std::vector<float> run(TestCache& cache, int p, bool pdl = false) {
     pos.upload(std::vector<int>{p});
     testutil::poison(out);
-    decode_attention(q.data(), cache.layer(), pos.data(), shape, workspace.data(), workspace.size(),
-                     out.data(), nullptr);
+    launch(cache, nullptr, pdl);
     FSVD_CUDA_CHECK(cudaDeviceSynchronize());
     return out.download();
   }
+  // The CPU twin at position p: RoPE'd q over the cache the host mirrors.
+  std::vector<float> expected(const TestCache& c, int p) const {
+    std::vector<float> q_rot = q, ref(q.size());
+    cpu::rope(q_rot.data(), 1, q_rot.size(), shape.n_heads, shape.head_dim, p, inv.data());
+    cpu::attention(q_rot.data(), q_rot.size(), c.k.data(), c.v.data(), 1, p,
+                   {shape.n_heads, shape.n_kv_heads, shape.head_dim}, ref.data());
+    return ref;
+  }
 };
 
-std::vector<float> cpu_reference(const std::vector<float>& q, const TestCache& c, int len) {
-  std::vector<float> ref(q.size());
-  cpu::attention(q.data(), q.size(), c.k.data(), c.v.data(), 1, len - 1,
-                 {c.shape.n_heads, c.shape.n_kv_heads, c.shape.head_dim}, ref.data());
-  return ref;
+// The op wrote the token's row p: RoPE'd k and v as the cache stores them
+// (the GPU's sin/cos may move a bf16 rounding by one step). Mirrors the row
+// into the host copy, so the CPU twin attends to what the device holds.
+void expect_token_row_and_adopt(TestCache& cache, const AttentionRunner& r, int p, const std::string& what) {
+  std::vector<float> k_rot = r.k, v_row = r.v;
+  cpu::rope(k_rot.data(), 1, k_rot.size(), r.shape.n_kv_heads, r.shape.head_dim, p, r.inv.data());
+  if (cache.type == ElementType::BF16) testutil::round_to_bf16(k_rot), testutil::round_to_bf16(v_row);
+  const std::vector<float> k_got = device_row(cache.dk, cache, p), v_got = device_row(cache.dv, cache, p);
+  EXPECT_LT(relative_error(k_got, k_rot), cache.type == ElementType::F32 ? 1e-6 : 2e-3) << what;
+  EXPECT_TRUE(v_got == v_row) << what;
+  std::copy(k_got.begin(), k_got.end(), cache.k.begin() + p * cache.kv_dim);
+  std::copy(v_got.begin(), v_got.end(), cache.v.begin() + p * cache.kv_dim);
 }
 
 TEST_P(CudaDecodeAttentionTyped, MatchesCpuOnTheCachedValuesAndIgnoresRowsPastLength) {
@@ -127,15 +173,16 @@ TEST_P(CudaDecodeAttentionTyped, MatchesCpuOnTheCachedValuesAndIgnoresRowsPastLe
   uint64_t seed = 500;
   for (const HeadShape& s : shapes) {
     TestCache cache(s, max_ctx, seed += 2, type);
-    AttentionRunner runner(s, max_ctx, type);
-    const std::vector<float> q = fsvd::testing::random_normal(runner.q.size(), ++seed, 2.0f);
-    runner.q.upload(q);
-    // Longest first, so each step only has to poison more rows.
+    AttentionRunner runner(s, max_ctx, type, seed += 3);
+    // Longest first, so each step only has to poison more rows; the token's
+    // own row is poisoned too: the op must take it from k and v, not the cache.
     for (int len : {4097, 1000, 257, 256, 255, 37, 2, 1}) {
-      cache.poison_from(len);
-      const std::vector<float> got = runner.run(cache, len - 1);
-      const double err = relative_error(got, cpu_reference(q, cache, len));
-      EXPECT_LT(err, tolerance(type)) << describe(s) << " len " << len;
+      const std::string what = describe(s) + " len " + std::to_string(len);
+      cache.poison_from(len - 1);
+      const std::vector<float> got = runner.run(cache, len - 1, len % 2 == 1);
+      expect_token_row_and_adopt(cache, runner, len - 1, what);
+      const double err = relative_error(got, runner.expected(cache, len - 1));
+      EXPECT_LT(err, tolerance(type)) << what;
       worst = std::max(worst, err);
     }
   }
@@ -147,43 +194,40 @@ TEST_P(CudaDecodeAttentionTyped, EveryLengthUpToMaxContext) {
   const HeadShape s{12, 4, 64};
   const int max_ctx = 300;
   TestCache cache(s, max_ctx, 900, type);
-  AttentionRunner runner(s, max_ctx, type);
-  const std::vector<float> q = fsvd::testing::random_normal(runner.q.size(), 901, 2.0f);
-  runner.q.upload(q);
+  AttentionRunner runner(s, max_ctx, type, 901);
   for (int len = max_ctx; len >= 1; --len) {
-    cache.poison_from(len);
+    cache.poison_from(len - 1);
     const std::vector<float> got = runner.run(cache, len - 1);
-    ASSERT_LT(relative_error(got, cpu_reference(q, cache, len)), tolerance(type)) << "len " << len;
+    expect_token_row_and_adopt(cache, runner, len - 1, "len " + std::to_string(len));
+    ASSERT_LT(relative_error(got, runner.expected(cache, len - 1)), tolerance(type)) << "len " << len;
   }
 }
 
-TEST_P(CudaDecodeAttentionTyped, PositionOutsideCacheGivesNaN) {
+TEST_P(CudaDecodeAttentionTyped, PositionOutsideCacheGivesNaNAndWritesNoRow) {
   const ElementType type = GetParam();
   const HeadShape s{8, 2, 128};
   const int max_ctx = 100;
   TestCache cache(s, max_ctx, 77, type);
-  AttentionRunner runner(s, max_ctx, type);
-  runner.q.upload(fsvd::testing::random_normal(runner.q.size(), 78));
+  AttentionRunner runner(s, max_ctx, type, 78);
+  const std::vector<char> k_before = cache.dk.download(), v_before = cache.dv.download();
   for (int pos : {-1, max_ctx, 1 << 30})
     for (float x : runner.run(cache, pos)) ASSERT_TRUE(std::isnan(x)) << "pos " << pos;
+  EXPECT_TRUE(cache.dk.download() == k_before);
+  EXPECT_TRUE(cache.dv.download() == v_before);
 }
 
-TEST_F(CudaDecodeAttention, RejectsSmallWorkspaceAndBadShapes) {
+TEST_F(CudaDecodeAttention, RejectsSmallWorkspaceBadShapesAndNullInputs) {
   const HeadShape s{8, 2, 128};
   TestCache cache(s, 1000, 5, ElementType::BF16);
-  AttentionRunner runner(s, 1000, ElementType::BF16);
-  EXPECT_THROW(decode_attention(runner.q.data(), cache.layer(), runner.pos.data(), s,
-                                runner.workspace.data(), runner.workspace.size() - 1,
-                                runner.out.data(), nullptr),
-               Error);
-  EXPECT_THROW(decode_attention(runner.q.data(), cache.layer(), runner.pos.data(), {8, 3, 128},
-                                runner.workspace.data(), runner.workspace.size(),
-                                runner.out.data(), nullptr),
-               Error);
-  EXPECT_THROW(decode_attention(runner.q.data(), cache.layer(), runner.pos.data(), {8, 2, 80},
-                                runner.workspace.data(), runner.workspace.size(),
-                                runner.out.data(), nullptr),
-               Error);
+  AttentionRunner r(s, 1000, ElementType::BF16, 6);
+  auto call = [&](const HeadShape& shape, size_t workspace, const float* q) {
+    decode_attention(q, r.dk.data(), r.dv.data(), r.dinv.data(), cache.layer(), r.pos.data(), shape,
+                     r.workspace.data(), workspace, r.out.data(), nullptr);
+  };
+  EXPECT_THROW(call(s, r.workspace.size() - 1, r.dq.data()), Error);
+  EXPECT_THROW(call({8, 3, 128}, r.workspace.size(), r.dq.data()), Error);
+  EXPECT_THROW(call({8, 2, 80}, r.workspace.size(), r.dq.data()), Error);
+  EXPECT_THROW(call(s, r.workspace.size(), nullptr), Error);
 }
 
 TEST_F(CudaDecodeAttention, PlanFillsOneWaveAndSizesTheWorkspace) {
@@ -205,68 +249,45 @@ TEST_F(CudaDecodeAttention, PlanFillsOneWaveAndSizesTheWorkspace) {
       if (plan.splits > 1) {  // several slices only while they fit one wave of CTAs
         EXPECT_LE(plan.splits * s.n_kv_heads * chunks, 4 * sms) << describe(s) << " max_ctx " << max_ctx;
       }
-      EXPECT_EQ(plan.workspace_floats, size_t(s.n_heads) * plan.splits * (s.head_dim + 2));
+      // Per-slice results for every query head, then one counter per CTA column.
+      EXPECT_EQ(plan.workspace_floats,
+                size_t(s.n_heads) * plan.splits * (s.head_dim + 2) + size_t(s.n_kv_heads) * chunks);
     }
   }
 }
 
-// One decode step's attention part captured once, replayed for successive
-// positions across slice boundaries, each compared with the CPU executor's
-// sequence of ops (rope on q and k, cache store, attention).
+// The op captured once (as a programmatic dependent launch), replayed for
+// successive positions across slice boundaries with a new token each step,
+// each compared with the CPU twin.
 TEST_P(CudaDecodeAttentionTyped, GraphReplayFollowsTheGrowingCache) {
   const ElementType type = GetParam();
   const HeadShape s{32, 4, 64};
   const int max_ctx = 512, prefill = 250, steps = 14;
-  ModelConfig config;
-  config.head_dim = s.head_dim;
-  std::vector<float> inv(s.head_dim / 2);
-  rope_inv_freq(config, inv.data());
-  DeviceBuffer<float> dinv(inv.size()), dk(size_t(s.n_kv_heads) * s.head_dim), dv(dk.size());
-  dinv.upload(inv);
-
   TestCache cache(s, max_ctx, 1234, type);  // rows < prefill stand for the prompt
   cache.poison_from(prefill);
-  AttentionRunner runner(s, max_ctx, type);
+  AttentionRunner runner(s, max_ctx, type, 1235);
   cudaStream_t stream;
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  rope_store_kv(runner.q.data(), dk.data(), dv.data(), dinv.data(), runner.pos.data(), s,
-                cache.layer(), stream);
-  decode_attention(runner.q.data(), cache.layer(), runner.pos.data(), s, runner.workspace.data(),
-                   runner.workspace.size(), runner.out.data(), stream);
+  runner.launch(cache, stream, true);
   FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
 
-  const size_t q_dim = runner.q.size(), kv_dim = cache.kv_dim;
   for (int step = 0; step < steps; ++step) {
     const int pos = prefill + step;
-    std::vector<float> q = fsvd::testing::random_normal(q_dim, 2000 + 3 * step, 2.0f);
-    std::vector<float> k = fsvd::testing::random_normal(kv_dim, 2001 + 3 * step);
-    const std::vector<float> v = fsvd::testing::random_normal(kv_dim, 2002 + 3 * step);
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(runner.q.data(), q.data(), q_dim * 4, cudaMemcpyHostToDevice, stream));
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(dk.data(), k.data(), kv_dim * 4, cudaMemcpyHostToDevice, stream));
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(dv.data(), v.data(), kv_dim * 4, cudaMemcpyHostToDevice, stream));
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(runner.pos.data(), &pos, sizeof(int), cudaMemcpyHostToDevice, stream));
-    FSVD_CUDA_CHECK(cudaMemsetAsync(runner.out.data(), 0xff, runner.out.bytes(), stream));
+    runner.q = fsvd::testing::random_normal(runner.q.size(), 2000 + 3 * step, 2.0f);
+    runner.k = fsvd::testing::random_normal(runner.k.size(), 2001 + 3 * step);
+    runner.v = fsvd::testing::random_normal(runner.v.size(), 2002 + 3 * step);
+    runner.dq.upload(runner.q), runner.dk.upload(runner.k), runner.dv.upload(runner.v);
+    runner.pos.upload(std::vector<int>{pos});
+    testutil::poison(runner.out);
     FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-
-    // The CPU twin: rotate q and k, append the k and v rows as the cache
-    // stores them, attend.
-    cpu::rope(q.data(), 1, q_dim, s.n_heads, s.head_dim, pos, inv.data());
-    cpu::rope(k.data(), 1, kv_dim, s.n_kv_heads, s.head_dim, pos, inv.data());
-    std::vector<float> v_row = v;
-    if (type == ElementType::BF16) {
-      testutil::round_to_bf16(k);
-      testutil::round_to_bf16(v_row);
-    }
-    std::copy(k.begin(), k.end(), cache.k.begin() + pos * kv_dim);
-    std::copy(v_row.begin(), v_row.end(), cache.v.begin() + pos * kv_dim);
-    EXPECT_LT(relative_error(runner.q.download(), q), 1e-5) << "step " << step;
-    EXPECT_LT(relative_error(runner.out.download(), cpu_reference(q, cache, pos + 1)), tolerance(type))
-        << "step " << step;
+    const std::string what = "step " + std::to_string(step);
+    expect_token_row_and_adopt(cache, runner, pos, what);
+    EXPECT_LT(relative_error(runner.out.download(), runner.expected(cache, pos)), tolerance(type)) << what;
   }
   FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FSVD_CUDA_CHECK(cudaGraphDestroy(graph));

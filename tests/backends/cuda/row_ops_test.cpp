@@ -48,7 +48,7 @@ TEST_F(CudaRowOps, AddBiasTouchesOnlyTheRows) {
   }
 }
 
-TEST_F(CudaRowOps, SiluMulMatchesCpuInBothOutputTypes) {
+TEST_F(CudaRowOps, SiluMulMatchesCpuInEveryInputAndOutputType) {
   for (const Shape& s : kShapes) {
     const std::vector<float> g = testing::random_normal(s.rows * s.ld, 3, 3.0f),
                              u = testing::random_normal(s.rows * s.ld, 4);
@@ -57,13 +57,24 @@ TEST_F(CudaRowOps, SiluMulMatchesCpuInBothOutputTypes) {
     auto dg = to_device(g);
     auto du = to_device(u);
     DeviceBuffer<float> f32(want.size());
-    silu_mul(dg.data(), s.ld, du.data(), s.ld, s.rows, s.cols, f32.data(), ElementType::F32, nullptr);
+    silu_mul(dg.data(), s.ld, du.data(), s.ld, ElementType::F32, s.rows, s.cols, f32.data(), ElementType::F32,
+             nullptr);
     EXPECT_LT(testutil::relative_error(f32.download(), want), 1e-6);
     DeviceBuffer<uint16_t> bf(want.size());
-    silu_mul(dg.data(), s.ld, du.data(), s.ld, s.rows, s.cols, bf.data(), ElementType::BF16, nullptr);
+    silu_mul(dg.data(), s.ld, du.data(), s.ld, ElementType::F32, s.rows, s.cols, bf.data(), ElementType::BF16,
+             nullptr);
     const std::vector<uint16_t> bits = bf.download();
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(bf16_to_f32(bits[i]), want[i], std::fabs(want[i]) * 1e-2 + 1e-6) << i;
+
+    // bf16 inputs: the CPU twin on the same rounded values.
+    std::vector<float> gb = g, ub = u;
+    auto dgb = to_device(testutil::round_to_bf16(gb));
+    auto dub = to_device(testutil::round_to_bf16(ub));
+    for (int64_t r = 0; r < s.rows; ++r) cpu::silu_mul(&gb[r * s.ld], &ub[r * s.ld], s.cols, &want[r * s.cols]);
+    silu_mul(dgb.data(), s.ld, dub.data(), s.ld, ElementType::BF16, s.rows, s.cols, f32.data(), ElementType::F32,
+             nullptr);
+    EXPECT_LT(testutil::relative_error(f32.download(), want), 1e-6);
   }
 }
 

@@ -106,10 +106,16 @@ TEST_F(CudaSmallOps, RmsnormMatchesCpu) {
       DeviceBuffer<float> dx(x.size()), dw(w.size()), out(x.size());
       dx.upload(x), dw.upload(w);
       testutil::poison(out);
-      rmsnorm(dx.data(), dw.data(), n, dim, 1e-5f, out.data(), nullptr);
+      rmsnorm(dx.data(), dw.data(), n, dim, 1e-5f, out.data(), ElementType::F32, nullptr);
       std::vector<float> ref(x.size());
       cpu::rmsnorm(x.data(), w.data(), n, dim, 1e-5f, ref.data());
       EXPECT_LT(relative_error(out.download(), ref), 1e-5) << "n " << n << " dim " << dim;
+      // bf16 output: the same values rounded (one rounding: at most half a bf16 step).
+      DeviceBuffer<uint16_t> bf(x.size());
+      rmsnorm(dx.data(), dw.data(), n, dim, 1e-5f, bf.data(), ElementType::BF16, nullptr);
+      const std::vector<uint16_t> bits = bf.download();
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(bf16_to_f32(bits[i]), ref[i], std::fabs(ref[i]) * 4e-3 + 1e-6) << "n " << n << " dim " << dim;
     }
   }
 }
@@ -158,7 +164,7 @@ TEST(CudaSmallOpsArgs, RejectEmptyOrNullInputs) {
   int32_t* i = reinterpret_cast<int32_t*>(uintptr_t{256});
   EXPECT_THROW(argmax(f, 0, i, nullptr), Error);
   EXPECT_THROW(argmax(nullptr, 10, i, nullptr), Error);
-  EXPECT_THROW(rmsnorm(f, f, 0, 10, 1e-5f, f, nullptr), Error);
+  EXPECT_THROW(rmsnorm(f, f, 0, 10, 1e-5f, f, ElementType::F32, nullptr), Error);
   EXPECT_THROW(embedding_lookup({nullptr, 10, 10, 10}, i, 1, f, nullptr), Error);
   EXPECT_THROW(embedding_lookup({f, 10, 10, 10}, i, 0, f, nullptr), Error);
   EXPECT_THROW(embedding_lookup({f, 0, 10, 10}, i, 1, f, nullptr), Error);
