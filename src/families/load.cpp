@@ -4,11 +4,15 @@
 
 #include "core/error.h"
 #include "families/family.h"
+#include "families/asvd_family.h"
 #include "families/basis_sharing_family.h"
+#include "families/dobi_svd_family.h"
 #include "families/gguf_family.h"
 #include "families/hf_family.h"
 #include "families/llama2c_family.h"
+#include "families/lowrank_arena_family.h"
 #include "families/native_family.h"
+#include "families/palu_family.h"
 #include "families/svd_llm_family.h"
 
 namespace fsvd {
@@ -21,6 +25,10 @@ namespace {
 const Family kFamilies[] = {
     {"native", native_mismatch, load_native},
     {"basis_sharing", basis_sharing_mismatch, load_basis_sharing},
+    {"asvd", asvd_mismatch, load_asvd},
+    {"lowrank_arena", lowrank_arena_mismatch, load_lowrank_arena},
+    {"dobi_svd", dobi_svd_mismatch, load_dobi_svd},  // before hf: its directories look like dense ones
+    {"palu", palu_mismatch, load_palu},
     {"hf", hf_mismatch, load_hf},
     {"gguf", gguf_mismatch, load_gguf},
     {"svd_llm", svd_llm_mismatch, load_svd_llm},

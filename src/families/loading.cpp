@@ -50,7 +50,9 @@ void take_hf_embeddings_and_norms(Model& m, TensorTaker& t, const std::string& w
   const int64_t d = c.hidden;
   m.embed = t.take("model.embed_tokens.weight", {c.vocab, d});
   m.final_norm = t.take("model.norm.weight", {d});
-  if (c.tied_embeddings) {
+  if (!m.lm_head.first.empty()) {
+    // set by the family
+  } else if (c.tied_embeddings) {
     t.skip("lm_head.weight");
     m.lm_head.first = m.embed;
   } else {

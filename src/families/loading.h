@@ -41,7 +41,8 @@ class TensorTaker {
 // What every checkpoint with Hugging Face LLaMA names stores alike: the
 // embedding, the final norm, lm_head and each layer's two norms (m.config set
 // first). A tied lm_head is the embedding and a stored copy is ignored, as in
-// transformers; an untied one must be stored (`where` names the file).
+// transformers; an untied one must be stored (`where` names the file). An
+// lm_head the family has already set (a factorized one) is kept.
 void take_hf_embeddings_and_norms(Model& m, TensorTaker& t, const std::string& where);
 
 // The last step of every family: validate shapes against the config, then pack.

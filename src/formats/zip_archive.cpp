@@ -87,11 +87,31 @@ std::vector<uint8_t> inflate_raw(const uint8_t* src, uint64_t src_size, uint64_t
   return out;
 }
 
+// The end of central directory record must be whole and end the file.
+// minizip scans back for its signature and reads a cut-off record as zero
+// padded, so a file missing its last bytes would otherwise load as if intact.
+void check_end_record(const uint8_t* bytes, size_t size, const std::string& where) {
+  constexpr size_t kRecord = 22;  // without the trailing comment, of at most 65535 bytes
+  const size_t lowest = size > kRecord + 65535 ? size - kRecord - 65535 : 0;
+  for (size_t at = size - 4;; --at) {
+    if (std::memcmp(bytes + at, "PK\x05\x06", 4) == 0) {
+      check(at + kRecord <= size, where, "truncated: the zip end of central directory record is cut off");
+      const size_t comment = bytes[at + 20] | size_t{bytes[at + 21]} << 8;
+      check(at + kRecord + comment == size, where, "truncated or with trailing bytes: the zip end record at byte ",
+            at, " does not end the ", size, "-byte file");
+      return;
+    }
+    if (at == lowest) break;
+  }
+  fail(where, "not a zip archive (no end of central directory record)");
+}
+
 }  // namespace
 
 ZipArchive::ZipArchive(const uint8_t* bytes, size_t size, std::string where)
     : where_(std::move(where)), bytes_(bytes), size_(size) {
   check(size >= 4 && std::memcmp(bytes, "PK", 2) == 0, where_, "not a zip archive (no 'PK' signature)");
+  check_end_record(bytes, size, where_);
   MemoryStream stream{bytes, size};
   zlib_filefunc64_def io{mem_open, mem_read, mem_write, mem_tell, mem_seek, mem_close, mem_error, &stream};
   UnzipHandle zip{unzOpen2_64(where_.c_str(), &io)};

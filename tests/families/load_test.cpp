@@ -41,7 +41,9 @@ TEST(LoadModel, UnrecognisedPathsListWhatWasTried) {
   EXPECT_TRUE(fails_with([&] { detect_family(dir.file("junk.bin")); },
                          dir.file("junk.bin") +
                              ": not a checkpoint of any supported family; tried:\n  native: not a directory\n"
-                             "  basis_sharing: not a directory\n  hf: not a directory\n"
+                             "  basis_sharing: not a directory\n  asvd: not a directory\n"
+                             "  lowrank_arena: not a directory\n  dobi_svd: not a torch.save zip archive\n"
+                             "  palu: not a directory\n  hf: not a directory\n"
                              "  gguf: does not start with \"GGUF\"\n  svd_llm: not a torch.save zip archive\n"
                              "  llama2c: "));
   EXPECT_TRUE(fails_with([&] { load_model(dir.path()); }, "hf: directory has no config.json"));
@@ -54,8 +56,8 @@ TEST(LoadModel, ForcedFamily) {
   dir.write("model.bin", test::llama2c_bytes(tiny_model(), 1));
   EXPECT_EQ(load_model(dir.file("model.bin"), {.family = "llama2c"}).family, "llama2c");
   EXPECT_TRUE(fails_with([&] { load_model(dir.file("model.bin"), {.family = "safetensors"}); },
-                         "unknown checkpoint family 'safetensors' (valid: native, basis_sharing, hf, gguf, svd_llm, "
-                         "llama2c)"));
+                         "unknown checkpoint family 'safetensors' (valid: native, basis_sharing, asvd, lowrank_arena, "
+                         "dobi_svd, palu, hf, gguf, svd_llm, llama2c)"));
   // A forced family reports its own reason rather than guessing another.
   EXPECT_TRUE(fails_with([&] { load_model(dir.file("model.bin"), {.family = "gguf"}); }, "model.bin"));
   EXPECT_TRUE(fails_with([&] { load_model(dir.file("model.bin"), {.family = "hf"}); }, "config.json"));

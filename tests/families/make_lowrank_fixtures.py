@@ -130,6 +130,27 @@ class LlamaMLP(nn.Module):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
+class LlamaAttention(nn.Module):
+    """transformers' dense attention (head_dim from the config; biases per attention_bias)."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.num_heads = config.num_attention_heads
+        self.num_key_value_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", config.hidden_size // self.num_heads)
+        h, q, kv = config.hidden_size, self.num_heads * self.head_dim, self.num_key_value_heads * self.head_dim
+        self.q_proj = nn.Linear(h, q, bias=config.attention_bias)
+        self.k_proj = nn.Linear(h, kv, bias=config.attention_bias)
+        self.v_proj = nn.Linear(h, kv, bias=config.attention_bias)
+        self.o_proj = nn.Linear(q, h, bias=config.attention_bias)
+        self.rotary_emb = LlamaRotaryEmbedding(self.head_dim, config.max_position_embeddings, config.rope_theta)
+
+    def forward(self, x):
+        return attention(x, self.q_proj, self.k_proj, self.v_proj, self.o_proj, self.rotary_emb, self.num_heads,
+                         self.num_key_value_heads, self.head_dim)
+
+
 class LlamaDecoderLayer(nn.Module):
     def __init__(self, config, self_attn, mlp):
         super().__init__()
@@ -172,7 +193,8 @@ class LlamaForCausalLM(nn.Module):
         return self.lm_head(self.model(tokens))
 
 
-for _cls in (LlamaRMSNorm, LlamaRotaryEmbedding, LlamaMLP, LlamaDecoderLayer, LlamaModel, LlamaForCausalLM):
+for _cls in (LlamaRMSNorm, LlamaRotaryEmbedding, LlamaAttention, LlamaMLP, LlamaDecoderLayer, LlamaModel,
+             LlamaForCausalLM):
     home(_cls, LLAMA)
 
 
@@ -404,7 +426,7 @@ def make_basis_sharing():
 
 
 def write_fuzz_seeds():
-    """fuzz/lowrank_families.cpp: first byte even = config.json of a directory, odd = a model file."""
+    """fuzz/lowrank_families.cpp: the first byte % 4 picks the layout (0 = config.json of a directory, 1 = a model file)."""
     corpus = os.path.join(ROOT, "fuzz", "corpus", "lowrank_families")
     os.makedirs(corpus, exist_ok=True)
     for seed, marker, source in (("basis_sharing_config", b"\x00", "basis_sharing/config.json"),

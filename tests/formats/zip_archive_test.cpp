@@ -123,27 +123,14 @@ TEST(ZipArchive, RefusesDuplicateNames) {
   EXPECT_TRUE(fails_with([&] { ZipArchive(zip.data(), zip.size(), "dup.zip"); }, "duplicate entry 'x/a'"));
 }
 
-// Every truncation and many random byte flips must give an Error or a
-// consistent archive, never a crash (ASan runs check the "never").
+// Every truncation must give an Error, and many random byte flips an Error
+// or a consistent archive, never a crash (ASan runs check the "never").
 TEST(ZipArchive, SurvivesTruncationAndCorruption) {
   const std::vector<TestEntry> entries = {{"a/data.pkl", random_bytes(50, 10)},
                                           {"a/data/0", random_bytes(300, 11), true}};
   const Bytes zip = make_zip(entries);
-  size_t errors = 0;
-  for (size_t n = 0; n < zip.size(); ++n) {
-    try {
-      const ZipArchive archive(zip.data(), n, "cut.zip");
-      // minizip reads a short end record as zero-padded, so cutting its last
-      // bytes (comment length, high byte of a small offset) is harmless: every entry is intact.
-      for (const auto& e : entries) {
-        const auto bytes = archive.read(e.name);
-        EXPECT_EQ(Bytes(bytes.begin(), bytes.end()), e.data) << "truncated to " << n;
-      }
-    } catch (const Error&) {
-      ++errors;
-    }
-  }
-  EXPECT_GE(errors, zip.size() - 3) << "a zip cut before its end record must be refused";
+  for (size_t n = 0; n < zip.size(); ++n)
+    EXPECT_THROW(ZipArchive(zip.data(), n, "cut.zip"), Error) << "truncated to " << n << " bytes";
   std::mt19937 rng(12);
   for (int trial = 0; trial < 2000; ++trial) {
     Bytes bad = zip;
