@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -36,13 +35,22 @@ int32_t argmax(const std::vector<float>& logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-// One setting: prefill `prompt` random tokens (best of `repeat`), then greedy
-// decode `gen` tokens; the first decode step (graph capture) is timed apart.
-nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int32_t> pick(0, ex.vocab_size() - 1);
+// Prompt token i is (1 + 7919 i) mod vocab: arbitrary but trivial to
+// reproduce, so the peer runtimes in bench/peers feed the same prompt.
+std::vector<int32_t> prompt_tokens(int prompt, int vocab) {
   std::vector<int32_t> tokens(static_cast<size_t>(prompt));
-  for (int32_t& t : tokens) t = pick(rng);
+  for (int i = 0; i < prompt; ++i) tokens[i] = static_cast<int32_t>((1 + 7919 * int64_t{i}) % vocab);
+  return tokens;
+}
+
+// The greedy tokens reported, enough for bench/peers to check that a peer
+// computes the same model.
+constexpr size_t kReportedTokens = 16;
+
+// One setting: prefill `prompt` tokens (best of `repeat`), then greedy decode
+// `gen` tokens; the first decode step (graph capture) is timed apart.
+nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
+  const std::vector<int32_t> tokens = prompt_tokens(prompt, ex.vocab_size());
   std::vector<float> logits;
   double prefill_ms = 1e300;
   for (int r = 0; r < std::max(1, repeat); ++r) {
@@ -53,6 +61,7 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
   // Greedy decode; on a device-sampling backend only the token id comes back.
   const auto decode_start = std::chrono::steady_clock::now();
   int32_t next = argmax(logits);
+  std::vector<int32_t> generated{next};
   double first_ms = 0;
   for (int i = 0; i < gen; ++i) {
     const auto step = std::chrono::steady_clock::now();
@@ -63,6 +72,7 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
       next = argmax(logits);
     }
     if (i == 0) first_ms = ms_since(step);
+    if (generated.size() < kReportedTokens) generated.push_back(next);
   }
   const double decode_total = ms_since(decode_start);
   const double per_token = gen > 1 ? (decode_total - first_ms) / (gen - 1) : first_ms;
@@ -81,7 +91,8 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
           {"capture_ms", st.capture_ms},
           {"weight_bytes", st.weight_bytes},
           {"kv_cache_bytes", st.cache_bytes},
-          {"device_used_bytes", st.device_used_bytes}};
+          {"device_used_bytes", st.device_used_bytes},
+          {"tokens", generated}};
 }
 
 void print_table(const std::vector<nlohmann::json>& rows) {

@@ -12,6 +12,7 @@
 #include "families/load.h"
 #include "families/native_family.h"
 #include "model/summary.h"
+#include "model/synthetic.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace fsvd {
@@ -20,7 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ConvertFlags {
-  std::string input;  // positional, or -m
+  std::string input;      // positional, or -m
+  std::string synthetic;  // instead of an input: random weights of a known architecture
+  double ratio = 0.5;     // kept parameter ratio of the synthetic model
   std::string out;
   std::string dtype = "f32";
   std::string tokenizer;
@@ -33,28 +36,43 @@ DType parse_dtype(const std::string& s) {
   return DType::F32;
 }
 
+// The model to write: loaded from the input, or synthetic (model/synthetic.h),
+// whose bf16-exact weights let peer runtimes read the very model `bench --synthetic` runs.
+Model source_model(const std::string& in, const ModelFlags& mf, const ConvertFlags& f) {
+  if (f.synthetic.empty()) {
+    std::fprintf(stderr, "loading %s\n", in.c_str());
+    return load_model(in, LoadOptions{mf.family});
+  }
+  std::fprintf(stderr, "building synthetic %s at ratio %g\n", f.synthetic.c_str(), f.ratio);
+  return make_synthetic_model(synthetic_spec(f.synthetic, f.ratio));
+}
+
 void run(ModelFlags mf, const ConvertFlags& f) {
   check(f.input.empty() || mf.model.empty() || f.input == mf.model, "convert",
         "give the input once: as the positional argument or as -m");
   if (!f.input.empty()) mf.model = f.input;
-  const std::string in = resolve_model_path(mf);
+  const bool synthetic = !f.synthetic.empty();
+  check(!synthetic || mf.model.empty(), "--synthetic", "give either --synthetic or a model to convert, not both");
+  const std::string in = synthetic ? "" : resolve_model_path(mf);
   check_output_dir(in, f.out, f.force);
 
-  std::fprintf(stderr, "loading %s\n", in.c_str());
-  const Model model = load_model(in, LoadOptions{mf.family});
+  const Model model = source_model(in, mf, f);
   NativeSaveOptions options;
   options.dtype = parse_dtype(f.dtype);
   options.provenance = {{"command", "flashsvd convert"}};
+  if (synthetic) options.provenance.update({{"synthetic", f.synthetic}, {"ratio", f.ratio}});
   save_native(model, f.out, options);
 
-  const std::vector<std::string> tokenizer = store_tokenizer(in, f.tokenizer, f.out);
-  if (tokenizer.empty()) {
-    std::fprintf(stderr, "note: %s carries no tokenizer; pass --tokenizer to convert (or to generate) to add one\n",
-                 in.c_str());
-  } else {
+  // A synthetic model has a tokenizer only when --tokenizer names one.
+  const std::vector<std::string> tokenizer =
+      synthetic && f.tokenizer.empty() ? std::vector<std::string>{} : store_tokenizer(in, f.tokenizer, f.out);
+  if (!tokenizer.empty()) {
     const auto tok = load_tokenizer(f.out, "");  // the copy must load as the source did
     check(tok->vocab_size() <= model.config.vocab, f.out, "tokenizer has ", tok->vocab_size(),
           " tokens but the model only ", model.config.vocab);
+  } else if (!synthetic) {
+    std::fprintf(stderr, "note: %s carries no tokenizer; pass --tokenizer to convert (or to generate) to add one\n",
+                 in.c_str());
   }
 
   const ModelSummary s = summarize(model);
@@ -77,6 +95,10 @@ void add_convert_command(CLI::App& app) {
   auto mf = add_model_flags(*cmd, ModelUse::load);
   auto f = std::make_shared<ConvertFlags>();
   cmd->add_option("input", f->input, "Model file or directory to convert (or -m)");
+  cmd->add_option("--synthetic", f->synthetic,
+                   "Instead of an input: random bf16-exact weights of a known architecture, as bench --synthetic");
+  cmd->add_option("--ratio", f->ratio, "Kept parameter ratio of the synthetic model's linears (1: dense)")
+      ->check(CLI::Range(1e-3, 1.0));
   cmd->add_option("-o,--output", f->out, "Output directory (created; must be empty unless --force)")->required();
   cmd->add_option("--dtype", f->dtype, "Storage of the matrices: f32 (exact), f16 or bf16; norms stay f32")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

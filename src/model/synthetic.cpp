@@ -69,7 +69,10 @@ Tensor synthetic_tensor(const SyntheticSpec& spec, uint32_t id, std::vector<int6
                         float scale, bool around_one = false) {
   Tensor t(std::move(shape));
   float* p = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = synthetic_value(spec.seed, id, i, scale, around_one);
+  const int64_t n = t.numel();
+  // Threads: `flashsvd convert --synthetic` builds whole 7B models on the host.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] = synthetic_value(spec.seed, id, i, scale, around_one);
   return t;
 }
 

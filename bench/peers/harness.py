@@ -1,0 +1,125 @@
+# What every peer shares: the command line, the prompt, the timing rule and
+# the JSON it prints. Timing follows `flashsvd bench` (src/apps/cmd_bench.cpp):
+# prefill is the best of --repeat runs; then `gen` decode steps, the first
+# timed apart (compilation and graph capture land there), decode ms/token the
+# mean of steps 2..gen; the clock reads after a device synchronize. The
+# reported tokens are the prefill's greedy token and one per decode step
+# (first 16), which run_suite.py checks against flashsvd's.
+#
+#   python3 bench/peers/harness.py --model DIR --peers hf_static,dense_kv,gpt_fast --settings 512/32,2048/128
+#   python3 bench/peers/gpt_fast.py --model DIR --settings 512/32      (one peer)
+import argparse
+import importlib
+import json
+import sys
+import time
+import traceback
+
+import torch
+
+import native
+
+PEERS = ("hf_static", "dense_kv", "gpt_fast")
+REPORTED_TOKENS = 16
+WARMUP_STEPS = 3  # decode steps of the untimed warm-up run (torch.compile needs ~3 to capture)
+
+
+def prompt_tokens(n, vocab):
+    """flashsvd bench's prompt: token i is (1 + 7919 i) mod vocab."""
+    return [(1 + 7919 * i) % vocab for i in range(n)]
+
+
+def clock(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def timed_decoder_run(prefill, step, prompt, gen, repeat, device):
+    """Times a peer given as two functions over a shared cache:
+    prefill(tokens [T] tensor) -> greedy next token (a [1] device tensor), and
+    step(token [1], i) -> next token, decoding position len(prompt) + i.
+    Returns the row fields: prefill_ms, first_decode_ms, decode_ms_per_token, tokens."""
+    tokens = torch.tensor(prompt, device=device)
+    nxt = prefill(tokens)  # warm-up: kernels, allocator, compilation
+    for i in range(WARMUP_STEPS):
+        nxt = step(nxt, i)
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        t0 = clock(device)
+        nxt = prefill(tokens)
+        best = min(best, clock(device) - t0)
+    out = [nxt]
+    t0 = clock(device)
+    nxt = step(nxt, 0)
+    out.append(nxt)
+    t1 = clock(device)
+    for i in range(1, gen):
+        nxt = step(nxt, i)
+        out.append(nxt)
+    t2 = clock(device)
+    first = (t1 - t0) * 1e3
+    return {"prefill_ms": best * 1e3, "first_decode_ms": first,
+            "decode_ms_per_token": (t2 - t1) * 1e3 / (gen - 1) if gen > 1 else first,
+            "tokens": [int(t) for t in torch.cat(out)[:REPORTED_TOKENS].tolist()]}
+
+
+def parse_settings(text):
+    settings = []
+    for item in text.split(","):
+        prompt, gen = item.split("/")
+        settings.append((int(prompt), int(gen)))
+    return settings
+
+
+def arguments(peers_default):
+    p = argparse.ArgumentParser(description="Peer runtimes on a flashsvd native model, timed like flashsvd bench")
+    p.add_argument("--model", required=True, help="native model directory (flashsvd convert)")
+    p.add_argument("--peers", default=",".join(peers_default), help="comma-separated, of " + ", ".join(PEERS))
+    p.add_argument("--settings", default="512/32", help="prompt/gen pairs, comma-separated")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
+    p.add_argument("--repeat", type=int, default=3, help="prefill runs (the fastest counts)")
+    p.add_argument("--hf-compile", action="store_true",
+                   help="hf_static: let generate() auto-compile the static-cache forward (default: eager, "
+                        "the paper's baseline)")
+    p.add_argument("--out", help="also write the JSON rows here")
+    return p.parse_args()
+
+
+def main(peers_default=PEERS):
+    args = arguments(peers_default)
+    device = torch.device(args.device)
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    t = time.perf_counter()
+    model = native.load(args.model, device, dtype)
+    print(f"loaded {args.model} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    vocab = model.config["vocab"]
+    rows = []
+    for prompt, gen in parse_settings(args.settings):
+        for name in args.peers.split(","):
+            peer = importlib.import_module(name)
+            print(f"peer {name}: prompt {prompt}, gen {gen}", file=sys.stderr, flush=True)
+            t = time.perf_counter()
+            row = {"peer": name, "model": args.model, "prompt": prompt, "gen": gen, "dtype": args.dtype,
+                   "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+                   "torch": torch.__version__}
+            try:
+                row.update(peer.run(model, prompt_tokens(prompt, vocab), gen, args))
+            except Exception as e:  # one failing peer (out of memory, a compiler error) spares the others
+                traceback.print_exc()
+                row["error"] = f"{type(e).__name__}: {e}"
+            row["wall_s"] = time.perf_counter() - t
+            print(json.dumps({k: v for k, v in row.items() if k != "tokens"}), file=sys.stderr, flush=True)
+            rows.append(row)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    text = json.dumps(rows, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

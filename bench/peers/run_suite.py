@@ -1,0 +1,165 @@
+# The peer comparison in one command, for a fresh GPU machine: exports the
+# synthetic models (`flashsvd convert --synthetic`, bf16-exact weights), runs
+# `flashsvd bench` and every peer (harness.py) on each prompt/gen setting,
+# checks that each peer's greedy tokens are flashsvd's, and writes
+# results.json and table.md into --out after every step (a run cut short keeps
+# what it finished). Settings run in the order given, each for every model, so
+# --budget-s (or splitting --settings over several calls) keeps the first ones.
+#
+#   python3 bench/peers/run_suite.py --flashsvd build-peers/gpu-bundle/flashsvd --out $OUT --quick
+#   python3 bench/peers/run_suite.py --flashsvd ... --out ... --settings 2048/128,4096/128 --budget-s 500
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import harness  # noqa: E402  (bench/peers on the path first)
+
+PEER_NAMES = {"hf_static": "HF static", "dense_kv": "Dense KV", "gpt_fast": "gpt-fast"}
+MUST_MATCH = 8  # greedy tokens that must agree; later ones may part at bf16 near-ties
+
+
+def arguments():
+    p = argparse.ArgumentParser(description="flashsvd bench against its peers on synthetic models")
+    p.add_argument("--flashsvd", required=True, help="the flashsvd binary (a gpu-bundle's, with lib/ beside it)")
+    p.add_argument("--out", required=True, help="folder for results.json, table.md and the logs")
+    p.add_argument("--synthetic", default="llama-7b")
+    p.add_argument("--ratios", default="0.5,1.0", help="kept parameter ratios (1.0: dense)")
+    p.add_argument("--settings", default="512/32,2048/128,4096/128,8192/128", help="prompt/gen pairs")
+    p.add_argument("--quick", action="store_true", help="only 512/32")
+    p.add_argument("--peers", default=",".join(harness.PEERS))
+    p.add_argument("--work", default="/tmp/flashsvd-peers", help="where the exported models go")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--budget-s", type=float, default=1e9, help="start no new step after this many seconds")
+    return p.parse_args()
+
+
+def run(cmd, log, env=None):
+    """Runs cmd, its stderr appended to `log`; returns stdout."""
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    with open(log, "a") as err:
+        err.write("+ " + " ".join(cmd) + "\n")
+        err.flush()
+        return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, check=True, env=env).stdout
+
+
+def flashsvd_env(binary):
+    env = dict(os.environ)
+    lib = os.path.join(os.path.dirname(os.path.abspath(binary)), "lib")
+    if os.path.isdir(lib):
+        env["LD_LIBRARY_PATH"] = ":".join(filter(None, [lib, "/usr/local/cuda/lib64", env.get("LD_LIBRARY_PATH")]))
+    return env
+
+
+def match_length(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def model_label(synthetic, ratio):
+    return f"{synthetic} {'dense' if ratio >= 1 else f'keep {ratio:g}'}"
+
+
+def fmt(x, digits=2):
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def table(results, peers):
+    """Markdown: decode and prefill of flashsvd and each peer, with flashsvd's speedup (peer time / ours)."""
+    lines = []
+    for metric, title in (("decode_ms_per_token", "Decode ms/token"), ("prefill_ms", "Prefill ms")):
+        head = f"| model | prompt/gen | flashsvd |" + "".join(f" {PEER_NAMES[p]} | × |" for p in peers)
+        lines += [f"**{title}** (×: flashsvd speedup = peer / flashsvd)", "", head,
+                  "|" + "---|" * (3 + 2 * len(peers))]
+        for r in results:
+            ours = r["flashsvd"][metric] if r.get("flashsvd") else None
+            cells = [r["model"], f"{r['prompt']}/{r['gen']}", fmt(ours, 3 if "decode" in metric else 2)]
+            for p in peers:
+                theirs = r["peers"].get(p, {}).get(metric)
+                cells += [fmt(theirs, 3 if "decode" in metric else 2),
+                          f"{theirs / ours:.2f}x" if theirs and ours else "–"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["**Greedy tokens** (leading tokens equal to flashsvd's, of 16; ✓: at least "
+              f"{MUST_MATCH})", "", "| model | prompt/gen | " + " | ".join(PEER_NAMES[p] for p in peers) + " |",
+              "|" + "---|" * (2 + len(peers))]
+    for r in results:
+        cells = [r["model"], f"{r['prompt']}/{r['gen']}"]
+        for p in peers:
+            m = r["matches"].get(p)
+            cells.append("–" if m is None else f"{m['length']}/{m['of']} {'✓' if m['ok'] else '✗'}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    a = arguments()
+    start = time.perf_counter()
+    os.makedirs(a.out, exist_ok=True)
+    os.makedirs(a.work, exist_ok=True)
+    log = os.path.join(a.out, "suite.log")
+    settings = harness.parse_settings("512/32" if a.quick else a.settings)
+    ratios = [float(r) for r in a.ratios.split(",")]
+    peers = a.peers.split(",")
+    env = flashsvd_env(a.flashsvd)
+    results, skipped = [], []
+
+    def save():
+        with open(os.path.join(a.out, "results.json"), "w") as f:
+            json.dump({"settings": a.__dict__, "results": results, "skipped": skipped,
+                       "elapsed_s": time.perf_counter() - start}, f, indent=1)
+        with open(os.path.join(a.out, "table.md"), "w") as f:
+            f.write(table(results, peers))
+
+    dirs = {}
+    for ratio in ratios:
+        d = os.path.join(a.work, f"{a.synthetic}-r{ratio:g}")
+        if not os.path.exists(os.path.join(d, "flashsvd.json")):
+            t = time.perf_counter()
+            run([a.flashsvd, "convert", "--synthetic", a.synthetic, "--ratio", str(ratio), "--dtype", "bf16",
+                 "-o", d, "--force"], log, env)
+            print(f"exported {d} in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
+        dirs[ratio] = d
+
+    for prompt, gen in settings:
+        for ratio in ratios:
+            step = f"{model_label(a.synthetic, ratio)} {prompt}/{gen}"
+            if time.perf_counter() - start > a.budget_s:
+                skipped.append(step)
+                print(f"skipped {step}: past --budget-s", file=sys.stderr, flush=True)
+                continue
+            r = {"model": model_label(a.synthetic, ratio), "ratio": ratio, "prompt": prompt, "gen": gen,
+                 "peers": {}, "matches": {}}
+            bench = json.loads(run([a.flashsvd, "bench", "--synthetic", a.synthetic, "--ratio", str(ratio),
+                                    "--prompt", str(prompt), "--gen", str(gen), "--repeat", str(a.repeat),
+                                    "--device", a.device, "--precision", "fp32" if a.dtype == "fp32" else "bf16",
+                                    "--json"], log, env))
+            r["flashsvd"] = bench[0]
+            results.append(r)
+            save()
+            rows = json.loads(run([sys.executable, os.path.join(HERE, "harness.py"), "--model", dirs[ratio],
+                                   "--peers", ",".join(peers), "--settings", f"{prompt}/{gen}", "--device", a.device,
+                                   "--dtype", a.dtype, "--repeat", str(a.repeat)], log))
+            for row in rows:
+                r["peers"][row["peer"]] = row
+                if "error" in row:
+                    continue
+                n = match_length(r["flashsvd"]["tokens"], row["tokens"])
+                of = min(len(r["flashsvd"]["tokens"]), len(row["tokens"]))
+                r["matches"][row["peer"]] = {"length": n, "of": of, "ok": n >= min(MUST_MATCH, of)}
+            save()
+            print(table([r], peers), file=sys.stderr, flush=True)
+    print(f"done in {time.perf_counter() - start:.0f} s; {len(skipped)} steps skipped", file=sys.stderr)
+    sys.stdout.write(table(results, peers))
+
+
+if __name__ == "__main__":
+    main()
