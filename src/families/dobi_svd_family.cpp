@@ -164,9 +164,7 @@ Model load_remapping(const std::string& dir) {
 
   // The factors first: they are what makes this directory Dobi-SVD.
   const RemappingFile remap((fs::path(dir) / kRemapping).string());
-  std::vector<std::string> names;
-  for (const auto& [name, info] : remap.archive().named_tensors()) names.push_back(name);
-  TensorTaker factors(names, [&](const std::string& name) { return remap.archive().load_f32(name); }, remap.path());
+  TensorTaker factors = archive_tensors(remap.archive());
   std::vector<Layer> layers(c.n_layers);
   for (int i = 0; i < c.n_layers; ++i)
     for (const Proj& p : projections(c))
@@ -176,9 +174,7 @@ Model load_remapping(const std::string& dir) {
 
   // Everything else, from a state dict that must hold no attention or MLP tensor.
   const TorchArchive base((fs::path(dir) / "pytorch_model.bin").string());
-  names.clear();
-  for (const auto& [name, info] : base.named_tensors()) names.push_back(name);
-  TensorTaker t(names, [&](const std::string& name) { return base.load_f32(name); }, base.path());
+  TensorTaker t = archive_tensors(base);
   take_hf_embeddings_and_norms(m, t, base.path());
   t.check_all_used();
   for (int i = 0; i < c.n_layers; ++i)
@@ -195,12 +191,7 @@ Model load_pickle(const std::string& path) {
   m.family = "dobi_svd";
   m.source = path;
   m.config = hf.model;
-  std::vector<std::string> names;
-  for (const auto& [name, info] : archive.named_tensors()) names.push_back(name);
-  TensorTaker t(names, [&](const std::string& name) { return archive.load_f32(name); }, path);
-  // RoPE tables are buffers of the pickled modules; they follow from the config.
-  for (const std::string& name : names)
-    if (name.find("rotary_emb.") != std::string::npos) t.skip(name);
+  TensorTaker t = archive_tensors(archive);
   take_hf_embeddings_and_norms(m, t, path);
   for (int i = 0; i < m.config.n_layers; ++i) {
     for (const Proj& p : projections(m.config)) {

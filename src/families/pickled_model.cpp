@@ -138,4 +138,13 @@ std::string pickled_module_class(const TorchArchive& archive, const std::string&
   return o && (*o)->cls ? (*o)->cls->qualified() : "";
 }
 
+TensorTaker archive_tensors(const TorchArchive& archive) {
+  std::vector<std::string> names;
+  for (const auto& [name, info] : archive.named_tensors()) names.push_back(name);
+  TensorTaker t(names, [&archive](const std::string& name) { return archive.load_f32(name); }, archive.path());
+  for (const std::string& name : names)
+    if (name.find("rotary_emb.") != std::string::npos) t.skip(name);
+  return t;
+}
+
 }  // namespace fsvd

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "families/hf_config.h"
+#include "families/loading.h"
 #include "formats/torch_archive.h"
 
 namespace fsvd {
@@ -20,6 +21,11 @@ std::string torch_pickle_mismatch(const std::string& path, std::initializer_list
 // `family` names the family in errors. Only LlamaForCausalLM with
 // model_type llama is accepted.
 HfConfig read_pickled_llama_config(const TorchArchive& archive, const std::string& family);
+
+// A TensorTaker over every tensor of the archive (errors name its path).
+// RoPE tables kept as module buffers (`rotary_emb.`) count as used: they
+// follow from the config.
+TensorTaker archive_tensors(const TorchArchive& archive);
 
 // "module.Class" of the submodule at dotted `path` under the pickled model
 // ("lm_head", "model.layers.0.self_attn.q_proj"), or "" when there is none.

@@ -49,12 +49,7 @@ Model load_svd_llm(const std::string& path) {
   const int64_t d = c.hidden, f = c.intermediate;
   const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
 
-  std::vector<std::string> names;
-  for (const auto& [name, info] : archive.named_tensors()) names.push_back(name);
-  TensorTaker t(names, [&](const std::string& name) { return archive.load_f32(name); }, path);
-  // RoPE tables (inv_freq, cos/sin caches) are buffers of the pickled modules; they follow from the config.
-  for (const std::string& name : names)
-    if (name.find("rotary_emb.") != std::string::npos) t.skip(name);
+  TensorTaker t = archive_tensors(archive);
   take_hf_embeddings_and_norms(m, t, path);
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
