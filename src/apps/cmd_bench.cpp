@@ -138,6 +138,7 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
       row["precision"] = mf.precision;
       row["pdl"] = mf.pdl;
       row["pack"] = mf.pack;
+      row["kv"] = mf.kv;
       if (!f.synthetic.empty()) row["ratio"] = f.ratio;
       rows.push_back(std::move(row));
     }

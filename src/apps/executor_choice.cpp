@@ -31,6 +31,7 @@ cuda::CudaOptions cuda_options(const ModelFlags& flags) {
   o.weights = flags.precision == "fp32" ? cuda::ElementType::F32 : cuda::ElementType::BF16;
   o.pdl = flags.pdl != "off";
   o.pack = flags.pack != "off";
+  o.kv = cuda::parse_kv_mode(flags.kv);
   return o;
 }
 #endif

@@ -26,6 +26,9 @@ std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use) {
       ->check(CLI::IsMember({"on", "off"}));
   cmd.add_option("--pack", flags->pack, "GPU decode: packed q|k|v and gate|up projections (on, or off: one launch each)")
       ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--kv", flags->kv,
+                 "GPU KV cache: dense, or lowrank (rank-space k/v, the context rebuilt every step: less memory, slower)")
+      ->check(CLI::IsMember({"dense", "lowrank"}));
   return flags;
 }
 

@@ -16,6 +16,7 @@ struct ModelFlags {
   std::string precision = "bf16";  // GPU weights: bf16 | fp32
   std::string pdl = "on";          // GPU: programmatic dependent launch between GEMVs
   std::string pack = "on";         // GPU: packed q|k|v and gate|up launches
+  std::string kv = "dense";        // GPU: KV cache, dense or lowrank (rank-space, rebuilt every step)
 };
 
 // What a command does with the model, which decides its flags: `load` only

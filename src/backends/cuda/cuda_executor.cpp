@@ -53,12 +53,13 @@ void check_supported(const ModelConfig& c, const std::string& source) {
         kMaxNormCols);
 }
 
-// The KV cache is the one allocation that scales with the request: refuse it
-// before uploading any weights.
-void check_cache_fits(const ModelConfig& c, int context, ElementType type) {
+// The dense KV cache is the one allocation that scales with the request:
+// refuse it before uploading any weights.
+void check_cache_fits(const ModelConfig& c, int context, ElementType type, KvMode kv) {
   check(context > 0, kWhere, "context size must be positive, got ", context);
   int devices = 0;
   check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, kWhere, "no CUDA device");
+  if (kv == KvMode::lowrank) return;  // sized by the ranks; an allocation failure names itself
   const double cache_bytes = 2.0 * c.n_layers * context * c.n_kv_heads * c.head_dim * element_bytes(type);
   size_t free_bytes = 0, total_bytes = 0;
   FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -66,11 +67,11 @@ void check_cache_fits(const ModelConfig& c, int context, ElementType type) {
         cache_bytes / (1 << 30), " GiB; the GPU has ", free_bytes / double(1 << 30), " GiB free");
 }
 
-std::shared_ptr<const DeviceModel> upload(const Model& model, int context, ElementType type) {
+std::shared_ptr<const DeviceModel> upload(const Model& model, int context, const CudaOptions& options) {
   model.validate();
   check_supported(model.config, model.source);
-  check_cache_fits(model.config, context, type);
-  return std::make_shared<const DeviceModel>(model, type);
+  check_cache_fits(model.config, context, options.weights, options.kv);
+  return std::make_shared<const DeviceModel>(model, options.weights);
 }
 
 }  // namespace
@@ -79,6 +80,12 @@ GraphMode parse_graph_mode(const std::string& name) {
   for (GraphMode m : {GraphMode::none, GraphMode::layer, GraphMode::model})
     if (name == graph_mode_name(m)) return m;
   fail("--graph", "unknown graph mode '", name, "' (expected none, layer or model)");
+}
+
+KvMode parse_kv_mode(const std::string& name) {
+  if (name == "dense") return KvMode::dense;
+  if (name == "lowrank") return KvMode::lowrank;
+  fail("--kv", "unknown KV cache mode '", name, "' (expected dense or lowrank)");
 }
 
 const char* graph_mode_name(GraphMode mode) {
@@ -91,7 +98,7 @@ const char* graph_mode_name(GraphMode mode) {
 }
 
 CudaExecutor::CudaExecutor(const Model& model, int context, CudaOptions options)
-    : CudaExecutor(upload(model, context, options.weights), context, options) {}
+    : CudaExecutor(upload(model, context, options), context, options) {}
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options)
     : options_(options),
@@ -101,18 +108,22 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   check_supported(c, weights_->source());
-  check_cache_fits(c, context, weights_->type());
+  check_cache_fits(c, context, weights_->type(), options_.kv);
 
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-  const int64_t cache_bytes = int64_t{c.n_layers} * context * kv_dim * element_bytes(weights_->type());
-  k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
-  v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
-  attention_plan_ = plan_decode_attention(heads_, context, weights_->type());
-
   std::vector<float> inv_freq(c.head_dim / 2);
   rope_inv_freq(c, inv_freq.data());
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq);
+  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (options_.kv == KvMode::lowrank) {
+    lowrank_kv_ = std::make_unique<LowRankKv>(*weights_, context, inv_freq_.data(), stream_);
+  } else {
+    const int64_t cache_bytes = int64_t{c.n_layers} * context * kv_dim * element_bytes(weights_->type());
+    k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
+    v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
+  }
+  attention_plan_ = plan_decode_attention(heads_, context, weights_->type());
 
   // Activation sizes: the widest of every layer (ranks may differ per layer).
   const DeviceLinear& head = weights_->lm_head();
@@ -141,7 +152,6 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), sizeof(HostIo), cudaHostAllocDefault));
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_logits_), c.vocab * sizeof(float),
                                 cudaHostAllocDefault));
-  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   if (weights_->type() == ElementType::BF16)
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
 }
@@ -175,7 +185,6 @@ KvCacheLayer CudaExecutor::layer_cache(int layer) const {
 void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   const ModelConfig& c = config_;
   const DeviceLayer& l = weights_->layers()[index];
-  const KvCacheLayer cache = layer_cache(index);
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), the parts' second factors, then RoPE, cache append and attention.
@@ -204,6 +213,17 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
     const DevicePacked::Part& part = l.qkv.parts[i];
     const int64_t n = part.second.data ? part.second.rows : part.rows;
     if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
+  }
+  KvCacheLayer cache;
+  if (lowrank_kv_) {
+    // Append the token's rank-space k and v, rebuild the whole context (the
+    // graph's shape stays fixed; rows past the token are never read).
+    lowrank_kv_->store_token(index, qkv_.data() + l.qkv.parts[1].offset, qkv_.data() + l.qkv.parts[2].offset,
+                             pos_.data());
+    lowrank_kv_->rebuild(index, context_);
+    cache = lowrank_kv_->scratch();
+  } else {
+    cache = layer_cache(index);
   }
   decode_attention(outputs[0], outputs[1], outputs[2], inv_freq_.data(), cache, pos_.data(), heads_,
                    attention_work_.data(), attention_work_.size(), att_.data(), stream, options_.pdl);
@@ -321,7 +341,7 @@ ExecutorStats CudaExecutor::stats() {
   FSVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   st.device = std::string("cuda: ") + prop.name;
   st.weight_bytes = weights_->bytes_uploaded();
-  st.cache_bytes = k_cache_.bytes() + v_cache_.bytes();
+  st.cache_bytes = lowrank_kv_ ? lowrank_kv_->bytes() : k_cache_.bytes() + v_cache_.bytes();
   size_t free_bytes = 0, total_bytes = 0;
   FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   st.device_used_bytes = total_bytes - free_bytes;
@@ -367,11 +387,16 @@ void CudaExecutor::decode_token(int32_t token, int pos) {
 
 void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) {
   std::vector<KvCacheLayer> caches;
-  for (int l = 0; l < config_.n_layers; ++l) caches.push_back(layer_cache(l));
+  if (!lowrank_kv_)
+    for (int l = 0; l < config_.n_layers; ++l) caches.push_back(layer_cache(l));
   const size_t vocab = static_cast<size_t>(config_.vocab);
   for (size_t done = 0; done < tokens.size();) {
     const size_t n = std::min<size_t>(tokens.size() - done, Prefill::max_rows());
-    prefill_->run(tokens.subspan(done, n), pos + static_cast<int>(done), caches);
+    const int chunk_pos = pos + static_cast<int>(done);
+    if (lowrank_kv_)
+      prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_);
+    else
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches);
     if (all_logits)
       FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));

@@ -14,6 +14,7 @@
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/kv_cache.h"
+#include "backends/cuda/lowrank_kv.h"
 #include "backends/cuda/prefill.h"
 #include "backends/executor.h"
 #include "model/model.h"
@@ -29,6 +30,12 @@ enum class GraphMode { none, layer, model };
 GraphMode parse_graph_mode(const std::string& name);  // throws Error naming the flag
 const char* graph_mode_name(GraphMode mode);
 
+// The KV cache: dense (each layer's RoPE'd k and v per position, read in
+// place) or lowrank (rank-space k and v, the whole context rebuilt every step:
+// lowrank_kv.h).
+enum class KvMode { dense, lowrank };
+KvMode parse_kv_mode(const std::string& name);  // throws Error naming the flag
+
 struct CudaOptions {
   ElementType weights = ElementType::BF16;  // F32: exact checks against the CPU backend
   GraphMode graph = GraphMode::model;
@@ -39,6 +46,7 @@ struct CudaOptions {
   // each, the q/k/v second factors in one grouped launch. Off (the ablation):
   // one launch per part.
   bool pack = true;
+  KvMode kv = KvMode::dense;
 };
 
 class CudaExecutor : public Executor {
@@ -77,6 +85,7 @@ class CudaExecutor : public Executor {
   // One token through the decode step; its logits land in host_logits_, or,
   // while sampling_ is set, the next token in host_io_->next.
   void decode_token(int32_t token, int pos);
+  // Dense mode: the layer's slice of the cache.
   KvCacheLayer layer_cache(int layer) const;
   // Prompt chunks through Prefill; logits of every row into `logits` when
   // all_logits, else the last row's head output as decode_token leaves it.
@@ -100,7 +109,8 @@ class CudaExecutor : public Executor {
   const SamplingParams* sampling_ = nullptr;  // set during a forward_next
   double capture_ms_ = 0;
 
-  DeviceBuffer<uint8_t> k_cache_, v_cache_;  // [layers][context][kv_dim] of the weights' type
+  DeviceBuffer<uint8_t> k_cache_, v_cache_;  // dense mode: [layers][context][kv_dim] of the weights' type
+  std::unique_ptr<LowRankKv> lowrank_kv_;    // lowrank mode
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<int32_t> token_;
   DeviceBuffer<int> pos_;

@@ -38,6 +38,19 @@ void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, voi
                                static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
+                       int64_t ldy, int64_t y_step, int batch, ElementType y_type) {
+  check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
+        "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
+  if (n == 0) return;
+  const float alpha = 1.0f, beta = 0.0f;
+  FSVD_CUDA_CHECK(cublasGemmStridedBatchedEx(
+      handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(n), static_cast<int>(w.cols),
+      &alpha, w.data, cuda_type(w.type), static_cast<int>(w.ld), w.rows * w.ld, x, cuda_type(w.type),
+      static_cast<int>(ldx), x_step, &beta, y, cuda_type(y_type), static_cast<int>(ldy), y_step, batch,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 DeviceMatrix row_slice(const DeviceMatrix& w, int64_t begin, int64_t end) {
   check(0 <= begin && begin <= end && end <= w.rows, "row_slice", "rows [", begin, ", ", end, ") of ", w.rows);
   DeviceMatrix s = w;

@@ -24,6 +24,12 @@ class Gemm {
   // [n, w.rows] of y_type with row stride ldy (fp32 when accumulating).
   void run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy, ElementType y_type,
            bool accumulate = false);
+  // `batch` such products in one launch, product i on w's rows
+  // [i * w.rows, (i + 1) * w.rows), x + i * x_step and y + i * y_step (steps
+  // in elements): the gate and up second factors, which read different
+  // columns of one staging buffer, fill more of the GPU together.
+  void run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
+                   int64_t ldy, int64_t y_step, int batch, ElementType y_type);
 
  private:
   cublasHandle_t handle_ = nullptr;

@@ -40,16 +40,6 @@ DeviceMatrix padded_rows(DeviceMatrix w) {
   return w;
 }
 
-// Zeroes columns [cols, round_up8(cols)) of n bf16 rows of stride ld: the
-// padding a padded_k product reads (ranks differ across layers, so an earlier
-// layer may have left values there).
-void zero_padding(__nv_bfloat16* rows, int64_t ld, int64_t n, int64_t cols, cudaStream_t stream) {
-  const int64_t pad = round_up8(cols) - cols;
-  if (pad == 0) return;
-  FSVD_CUDA_CHECK(cudaMemset2DAsync(rows + cols, ld * sizeof(__nv_bfloat16), 0, pad * sizeof(__nv_bfloat16),
-                                    n, stream));
-}
-
 // Whether a packed part's output is rank-space (a second factor follows):
 // its own second factor, or the layer's stacked gate|up one.
 bool rank_space(const DevicePacked::Part& part, bool stacked_second) { return stacked_second || part.second.data; }
@@ -119,24 +109,27 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
   if (l.bias) add_bias(y, out, l.bias, n, out, stream_);
 }
 
-void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
+void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, LowRankKv* lowrank) {
   const ModelConfig& c = weights_.config();
   const DeviceLayer& l = weights_.layers()[index];
   const int64_t ld = packed_ld_;
   // The packed first factors' product, then each low-rank part's columns
-  // rounded to bf16 into the staging layout (8-aligned, zero padding) that
-  // its second factor reads; returns each part's staging offset.
+  // rounded to bf16 into the staging layout that its second factor reads
+  // (8-aligned, zero padding: ranks differ across layers, so an earlier layer
+  // may have left values there); returns each part's staging offset.
   auto packed_first = [&](const DevicePacked& p, bool stacked_second) {
     gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
     std::vector<int64_t> staged;
+    StageSegment segments[kMaxStageSegments];
+    int count = 0;
     int64_t offset = 0;
     for (const DevicePacked::Part& part : p.parts) {
       staged.push_back(offset);
       if (!rank_space(part, stacked_second)) continue;
-      to_bf16(packed_.data() + part.offset, ld, n, part.rows, staged_b_.data() + offset, staged_ld_, stream_);
-      zero_padding(staged_b_.data() + offset, staged_ld_, n, part.rows, stream_);
+      segments[count++] = {part.offset, part.rows, offset};
       offset += round_up8(part.rows);
     }
+    if (count > 0) stage_bf16(packed_.data(), ld, n, segments, count, staged_b_.data(), staged_ld_, stream_);
     return staged;
   };
   // One part's output rows: its second factor applied to its staged columns,
@@ -160,6 +153,11 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   // Attention block.
   norm_rows(l.attn_norm, n);
   const std::vector<int64_t> qkv_staged = packed_first(l.qkv, false);
+  if (lowrank) {
+    if (pos > 0) lowrank->rebuild(index, pos);  // the rows this chunk attends to besides its own
+    lowrank->store_rows(index, staged_b_.data() + qkv_staged[1], staged_b_.data() + qkv_staged[2], staged_ld_, pos,
+                        n);
+  }
   const Rows q = part_rows(l.qkv.parts[0], qkv_staged[0], q_.data());
   const Rows k = part_rows(l.qkv.parts[1], qkv_staged[1], k_.data());
   const Rows v = part_rows(l.qkv.parts[2], qkv_staged[2], v_.data());
@@ -174,13 +172,13 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
   const std::vector<int64_t> staged = packed_first(l.gate_up, l.gate_up_second.data);
   if (l.gate_up_second.data) {
-    // bf16 gate and up (half the bytes through memory), side by side in one buffer.
+    // bf16 gate and up (half the bytes through memory), side by side in one
+    // buffer, in one batched GEMM: each half of the stacked second factor
+    // reads its own staged columns.
     const int64_t inter = c.intermediate;
     __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
-    gemm_.run(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + staged[0], staged_ld_, n, g,
-              2 * inter, ElementType::BF16);
-    gemm_.run(padded_k(row_slice(l.gate_up_second, inter, 2 * inter)), staged_b_.data() + staged[1], staged_ld_, n,
-              u, 2 * inter, ElementType::BF16);
+    gemm_.run_batched(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + staged[0], staged_ld_,
+                      staged[1] - staged[0], n, g, 2 * inter, inter, 2, ElementType::BF16);
     silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, n, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
     const Rows g = part_rows(gate, staged[0], gate_.data());
@@ -190,16 +188,27 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache) {
   linear(l.down, act_b_.data(), c.intermediate, n, x_.data(), true);
 }
 
-void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches) {
+void Prefill::start(std::span<const int32_t> tokens) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   check(n >= 1 && n <= max_rows(), kWhere, "chunk of ", n, " tokens (1..", max_rows(), ")");
-  check(caches.size() == weights_.layers().size(), kWhere, caches.size(), " caches for ",
-        weights_.layers().size(), " layers");
   reserve(n);
   FSVD_CUDA_CHECK(cudaMemcpyAsync(tokens_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice,
                                   stream_));
   embedding_lookup(weights_.embed(), tokens_.data(), n, x_.data(), stream_);
-  for (size_t i = 0; i < caches.size(); ++i) layer(static_cast<int>(i), pos, n, caches[i]);
+}
+
+void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches) {
+  check(caches.size() == weights_.layers().size(), kWhere, caches.size(), " caches for ",
+        weights_.layers().size(), " layers");
+  start(tokens);
+  for (size_t i = 0; i < caches.size(); ++i)
+    layer(static_cast<int>(i), pos, static_cast<int64_t>(tokens.size()), caches[i], nullptr);
+}
+
+void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank) {
+  start(tokens);
+  for (size_t i = 0; i < weights_.layers().size(); ++i)
+    layer(static_cast<int>(i), pos, static_cast<int64_t>(tokens.size()), lowrank.scratch(), &lowrank);
 }
 
 const float* Prefill::logits(int64_t n) {

@@ -14,6 +14,7 @@
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/kv_cache.h"
+#include "backends/cuda/lowrank_kv.h"
 
 namespace fsvd::cuda {
 
@@ -23,10 +24,13 @@ class Prefill {
   Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream);
 
   // Runs tokens at positions [pos, pos + n) (n at most max_rows()), filling
-  // caches[l] rows [pos, pos + n) for every layer. The final hidden states
-  // (before the final norm) are left in hidden(): [n, hidden] fp32. Enqueued
-  // on the stream, not synchronized.
+  // caches[l] rows [pos, pos + n) for every layer; with a low-rank KV cache,
+  // its rank rows instead, attending over its scratch cache (rebuilt first
+  // for rows before pos). The final hidden states (before the final norm)
+  // are left in hidden(): [n, hidden] fp32. Enqueued on the stream, not
+  // synchronized.
   void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches);
+  void run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank);
   // Logits [n, vocab] fp32 (device memory owned here) of the rows of the last
   // run; enqueued, not synchronized.
   const float* logits(int64_t n);
@@ -35,7 +39,9 @@ class Prefill {
 
  private:
   void reserve(int64_t n);
-  void layer(int index, int pos, int64_t n, const KvCacheLayer& cache);
+  void start(std::span<const int32_t> tokens);
+  // One layer over the chunk; `lowrank` (or null) as in run().
+  void layer(int index, int pos, int64_t n, const KvCacheLayer& cache, LowRankKv* lowrank);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
   // hb_ = bf16(rmsnorm(x_)) with gain `gain`.

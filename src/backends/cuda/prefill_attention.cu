@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const 
   float s[kVec], c[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e) rope_angle(pos, p.inv_freq[j0 + e], &s[e], &c[e]);
-  const int h = blockIdx.y;
+  const int h = blockIdx.y + (p.q ? 0 : p.n_heads);  // without q, the grid covers the kv heads only
   if (h < p.n_heads) {
     const int64_t e = int64_t{h} * p.head_dim + j0;
     rotate_store(p.q + i * p.ldq + e, p.q_out + int64_t{i} * p.n_heads * p.head_dim + e, half, s, c);
@@ -455,11 +455,11 @@ void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk
   const char* where = "rope_store_kv_rows";
   check_head_shape(shape, where);
   check_cache_rows(pos, n, cache, where);
-  check(q != nullptr && k != nullptr && v != nullptr && inv_freq != nullptr && q_out != nullptr,
-        where, "null argument");
+  check(k != nullptr && v != nullptr && inv_freq != nullptr && (q == nullptr) == (q_out == nullptr), where,
+        "null argument");
   const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim;
   const int64_t kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
-  check(ldq >= q_dim && ldk >= kv_dim && ldv >= kv_dim, where, "row strides ", ldq, ", ", ldk, ", ",
+  check((q == nullptr || ldq >= q_dim) && ldk >= kv_dim && ldv >= kv_dim, where, "row strides ", ldq, ", ", ldk, ", ",
         ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
   const RopeParams p{q,
                      k,
@@ -484,7 +484,7 @@ void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk
                     ldq % 4 == 0 && ldk % 4 == 0 && ldv % 4 == 0;
   const int64_t work = int64_t{n} * (shape.head_dim / 2) / (vec4 ? 4 : 1);
   const dim3 grid(static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads),
-                  static_cast<unsigned>(shape.n_heads + shape.n_kv_heads));
+                  static_cast<unsigned>((q ? shape.n_heads : 0) + shape.n_kv_heads));
   if (vec4)
     rope_store_kv_rows_kernel<4><<<grid, kRopeThreads, 0, stream>>>(p);
   else

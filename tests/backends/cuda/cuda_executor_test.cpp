@@ -345,6 +345,68 @@ TEST(CudaExecutorSynthetic, DeviceBuiltModelEqualsUploadedHostModel) {
   }
 }
 
+// ---- The low-rank KV cache ----
+
+// --kv lowrank computes the same model as the dense cache: prompt chunks (the
+// second one at pos > 0 attends to rows rebuilt from rank space) and decode
+// steps within bf16 tolerance of the CPU, in every graph mode; the graph
+// modes bitwise equal. Models whose k and v are both factorized (cases 0, 2, 3).
+TEST(CudaExecutorLowRankKv, MatchesTheCpuInEveryGraphMode) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<Case> all = cases();
+  for (int index : {0, 2, 3}) {
+    const Case& k = all[index];
+    const Model m = testing::random_model(k.spec);
+    const int vocab = m.config.vocab, context = 24;
+    const std::vector<int32_t> first{3, 250, 17, 99, 4}, second{180, 42, 7};
+    CpuExecutor cpu(m, context, 0);
+    std::vector<float> want_first, want_second, want;
+    cpu.forward(first, 0, true, want_first);
+    cpu.forward(second, 5, true, want_second);
+    std::vector<std::vector<float>> steps_by_mode;
+    for (GraphMode mode : {GraphMode::none, GraphMode::layer, GraphMode::model}) {
+      CudaOptions options{ElementType::BF16, mode};
+      options.kv = KvMode::lowrank;
+      CudaExecutor gpu(m, context, options);
+      const std::string what = k.name + " graph " + graph_mode_name(mode);
+      std::vector<float> got;
+      gpu.forward(first, 0, true, got);
+      EXPECT_LT(relative_error(got, want_first), kLogitTolerance) << what << " first chunk";
+      gpu.forward(second, 5, true, got);
+      EXPECT_LT(relative_error(got, want_second), kLogitTolerance) << what << " second chunk";
+      // Decode steps fed the CPU's greedy tokens (its cache is at 8 positions too).
+      CpuExecutor ref(m, context, 0);
+      ref.forward(first, 0, false, want);
+      ref.forward(second, 5, false, want);
+      std::vector<float> steps;
+      for (int pos = 8; pos < 16; ++pos) {
+        const int32_t token = argmax(want.data(), vocab);
+        ref.forward({&token, 1}, pos, false, want);
+        gpu.forward({&token, 1}, pos, false, got);
+        EXPECT_LT(relative_error(got, want), kLogitTolerance) << what << " position " << pos;
+        steps.insert(steps.end(), got.begin(), got.end());
+      }
+      EXPECT_GT(gpu.stats().cache_bytes, 0u);
+      steps_by_mode.push_back(std::move(steps));
+    }
+    EXPECT_EQ(steps_by_mode[0], steps_by_mode[1]) << k.name;
+    EXPECT_EQ(steps_by_mode[0], steps_by_mode[2]) << k.name;
+  }
+}
+
+TEST(CudaExecutorLowRankKv, NeedsFactorizedKvAndBf16) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  CudaOptions options;
+  options.kv = KvMode::lowrank;
+  // Case 1 has a dense v projection.
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(testing::random_model(cases()[1].spec), 8, options); },
+                               "dense k or v"));
+  options.weights = ElementType::F32;
+  EXPECT_TRUE(test::fails_with([&] { CudaExecutor(testing::random_model(cases()[0].spec), 8, options); },
+                               "bf16"));
+  EXPECT_TRUE(test::fails_with([] { parse_kv_mode("sparse"); }, "--kv"));
+}
+
 // ---- Errors ----
 
 TEST(CudaExecutorErrors, UnsupportedHeadDimIsRefusedBeforeTouchingTheDevice) {

@@ -78,15 +78,45 @@ TEST_F(CudaRowOps, SiluMulMatchesCpuInEveryInputAndOutputType) {
   }
 }
 
-TEST_F(CudaRowOps, ToBf16RoundsToNearestEven) {
+TEST_F(CudaRowOps, StoreRowBf16WritesOnlyTheRowAtTheDevicePosition) {
+  const int64_t cols = 37, ld = 40;
+  const int max_rows = 5;
+  const std::vector<float> x = testing::random_normal(cols, 6);
+  auto dx = to_device(x);
+  DeviceBuffer<int> pos(1);
+  DeviceBuffer<uint16_t> rows(max_rows * ld);
+  testutil::poison(rows);
+  for (int p : {3, -1, max_rows}) {  // outside the rows: nothing written
+    pos.upload(std::vector<int>{p});
+    store_row_bf16(dx.data(), cols, pos.data(), max_rows, testutil::as_bf16(rows), ld, nullptr);
+  }
+  const std::vector<uint16_t> got = rows.download();
+  for (int r = 0; r < max_rows; ++r)
+    for (int64_t c = 0; c < ld; ++c)
+      ASSERT_EQ(got[r * ld + c], r == 3 && c < cols ? f32_to_bf16(x[c]) : testutil::kPoisonBf16) << r << ", " << c;
+}
+
+TEST_F(CudaRowOps, StageBf16RoundsToNearestEvenAndZeroesThePadding) {
   for (const Shape& s : kShapes) {
     const std::vector<float> x = testing::random_normal(s.rows * s.ld, 5);
     auto dx = to_device(x);
-    DeviceBuffer<uint16_t> y(s.rows * s.cols);
-    to_bf16(dx.data(), s.ld, s.rows, s.cols, testutil::as_bf16(y), s.cols, nullptr);
-    const std::vector<uint16_t> got = y.download();
-    for (int64_t r = 0; r < s.rows; ++r)
-      for (int64_t c = 0; c < s.cols; ++c) ASSERT_EQ(got[r * s.cols + c], f32_to_bf16(x[r * s.ld + c]));
+    // One block, or the row cut into three odd segments placed at 8-aligned offsets.
+    const int64_t a = s.cols / 3, b = s.cols / 2 - a;
+    const std::vector<std::vector<StageSegment>> layouts = {
+        {{0, s.cols, 0}}, {{0, a, 0}, {a, b, (a + 7) / 8 * 8}, {a + b, s.cols - a - b, (a + 7) / 8 * 8 + (b + 7) / 8 * 8}}};
+    for (const std::vector<StageSegment>& segs : layouts) {
+      const int64_t ldy = segs.back().dst_col + (segs.back().cols + 7) / 8 * 8 + 3;
+      DeviceBuffer<uint16_t> y(s.rows * ldy);
+      testutil::poison(y);
+      stage_bf16(dx.data(), s.ld, s.rows, segs.data(), static_cast<int>(segs.size()), testutil::as_bf16(y), ldy,
+                 nullptr);
+      const std::vector<uint16_t> got = y.download();
+      for (int64_t r = 0; r < s.rows; ++r)
+        for (const StageSegment& g : segs)
+          for (int64_t c = 0; c < (g.cols + 7) / 8 * 8; ++c)
+            ASSERT_EQ(got[r * ldy + g.dst_col + c], c < g.cols ? f32_to_bf16(x[r * s.ld + g.src_col + c]) : 0)
+                << s.rows << "x" << s.cols << " segment at " << g.dst_col << " column " << c;
+    }
   }
 }
 
