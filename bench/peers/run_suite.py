@@ -29,6 +29,10 @@ def arguments():
     p.add_argument("--out", required=True, help="folder for results.json, table.md and the logs")
     p.add_argument("--synthetic", default="llama-7b")
     p.add_argument("--ratios", default="0.5,1.0", help="kept parameter ratios (1.0: dense)")
+    p.add_argument("--rank-spread", type=float, default=0.0,
+                   help="unequal ranks across layers and matrices (flashsvd's --rank-spread; 0: uniform)")
+    p.add_argument("--hf-compile", action="store_true",
+                   help="hf_static with generate()'s automatic compilation instead of eager")
     p.add_argument("--settings", default="512/32,2048/128,4096/128,8192/128", help="prompt/gen pairs")
     p.add_argument("--quick", action="store_true", help="only 512/32")
     p.add_argument("--peers", default=",".join(harness.PEERS))
@@ -64,8 +68,9 @@ def match_length(a, b):
     return n
 
 
-def model_label(synthetic, ratio):
-    return f"{synthetic} {'dense' if ratio >= 1 else f'keep {ratio:g}'}"
+def model_label(synthetic, ratio, spread=0.0):
+    label = f"{synthetic} {'dense' if ratio >= 1 else f'keep {ratio:g}'}"
+    return label + (f" spread {spread:g}" if spread and ratio < 1 else "")
 
 
 def fmt(x, digits=2):
@@ -121,25 +126,26 @@ def main():
 
     dirs = {}
     for ratio in ratios:
-        d = os.path.join(a.work, f"{a.synthetic}-r{ratio:g}")
+        d = os.path.join(a.work, f"{a.synthetic}-r{ratio:g}-s{a.rank_spread:g}")
         if not os.path.exists(os.path.join(d, "flashsvd.json")):
             t = time.perf_counter()
-            run([a.flashsvd, "convert", "--synthetic", a.synthetic, "--ratio", str(ratio), "--dtype", "bf16",
-                 "-o", d, "--force"], log, env)
+            run([a.flashsvd, "convert", "--synthetic", a.synthetic, "--ratio", str(ratio), "--rank-spread",
+                 str(a.rank_spread), "--dtype", "bf16", "-o", d, "--force"], log, env)
             print(f"exported {d} in {time.perf_counter() - t:.0f} s", file=sys.stderr, flush=True)
         dirs[ratio] = d
 
     for prompt, gen in settings:
         for ratio in ratios:
-            step = f"{model_label(a.synthetic, ratio)} {prompt}/{gen}"
+            label = model_label(a.synthetic, ratio, a.rank_spread)
+            step = f"{label} {prompt}/{gen}"
             if time.perf_counter() - start > a.budget_s:
                 skipped.append(step)
                 print(f"skipped {step}: past --budget-s", file=sys.stderr, flush=True)
                 continue
-            r = {"model": model_label(a.synthetic, ratio), "ratio": ratio, "prompt": prompt, "gen": gen,
+            r = {"model": label, "ratio": ratio, "prompt": prompt, "gen": gen,
                  "peers": {}, "matches": {}}
             bench = json.loads(run([a.flashsvd, "bench", "--synthetic", a.synthetic, "--ratio", str(ratio),
-                                    "--prompt", str(prompt), "--gen", str(gen), "--repeat", str(a.repeat),
+                                    "--rank-spread", str(a.rank_spread), "--prompt", str(prompt), "--gen", str(gen), "--repeat", str(a.repeat),
                                     "--device", a.device, "--precision", "fp32" if a.dtype == "fp32" else "bf16",
                                     "--json"], log, env))
             r["flashsvd"] = bench[0]
@@ -147,7 +153,8 @@ def main():
             save()
             rows = json.loads(run([sys.executable, os.path.join(HERE, "harness.py"), "--model", dirs[ratio],
                                    "--peers", ",".join(peers), "--settings", f"{prompt}/{gen}", "--device", a.device,
-                                   "--dtype", a.dtype, "--repeat", str(a.repeat)], log))
+                                   "--dtype", a.dtype, "--repeat", str(a.repeat)]
+                                  + (["--hf-compile"] if a.hf_compile else []), log))
             for row in rows:
                 r["peers"][row["peer"]] = row
                 if "error" in row:

@@ -11,6 +11,7 @@
 #include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
+#include "apps/synthetic_flags.h"
 #include "core/error.h"
 #include "model/synthetic.h"
 
@@ -18,8 +19,6 @@ namespace fsvd {
 namespace {
 
 struct BenchFlags {
-  std::string synthetic;
-  double ratio = 0.5;
   std::vector<int> prompts{512};
   int gen = 128;
   std::vector<std::string> modes;  // empty: --graph
@@ -107,17 +106,17 @@ void print_table(const std::vector<nlohmann::json>& rows) {
                 r["weight_bytes"].get<double>() / (1 << 30), r["kv_cache_bytes"].get<double>() / (1 << 30));
 }
 
-void run(const ModelFlags& mf, const BenchFlags& f) {
+void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
   check(f.gen >= 1, "--gen", "must be at least 1");
   std::vector<std::string> modes = f.modes.empty() ? std::vector<std::string>{mf.graph} : f.modes;
   // The model: a checkpoint loaded once, or a synthetic spec built per executor.
   Session session;
   SyntheticSpec spec;
   std::string name;
-  if (!f.synthetic.empty()) {
+  if (sf.given()) {
     check(mf.model.empty(), "--synthetic", "give either --synthetic or -m, not both");
-    spec = synthetic_spec(f.synthetic, f.ratio);
-    name = f.synthetic;
+    spec = sf.spec();
+    name = sf.name;
   } else {
     session = open_session(mf, false);
     name = session.model.source;
@@ -130,8 +129,8 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
       flags.graph = mode;
       const int context = prompt + f.gen;
       std::fprintf(stderr, "bench: %s graph=%s prompt=%d gen=%d\n", name.c_str(), mode.c_str(), prompt, f.gen);
-      const auto executor = f.synthetic.empty() ? make_executor(session.model, flags, context)
-                                                : make_synthetic_executor(spec, flags, context);
+      const auto executor =
+          sf.given() ? make_synthetic_executor(spec, flags, context) : make_executor(session.model, flags, context);
       nlohmann::json row = run_one(*executor, prompt, f.gen, f.repeat);
       row["model"] = name;
       row["graph"] = mode;
@@ -139,7 +138,10 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
       row["pdl"] = mf.pdl;
       row["pack"] = mf.pack;
       row["kv"] = mf.kv;
-      if (!f.synthetic.empty()) row["ratio"] = f.ratio;
+      if (sf.given()) {
+        row["ratio"] = sf.ratio;
+        row["rank_spread"] = sf.rank_spread;
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -156,16 +158,8 @@ void run(const ModelFlags& mf, const BenchFlags& f) {
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure prefill and decode speed over prompt lengths and graph modes");
   auto mf = add_model_flags(*cmd, ModelUse::any_device);
+  auto sf = add_synthetic_flags(*cmd);
   auto f = std::make_shared<BenchFlags>();
-  cmd->add_option("--synthetic", f->synthetic, "Random weights of a known architecture instead of -m (" +
-                                                   [] {
-                                                     std::string s;
-                                                     for (const std::string& n : synthetic_names())
-                                                       s += (s.empty() ? "" : ", ") + n;
-                                                     return s;
-                                                   }() + ")");
-  cmd->add_option("--ratio", f->ratio, "Kept parameter ratio of the synthetic model's linears (1: dense)")
-      ->check(CLI::Range(1e-3, 1.0));
   cmd->add_option("--prompt", f->prompts, "Prompt lengths (comma-separated)")->delimiter(',');
   cmd->add_option("--gen", f->gen, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--modes", f->modes, "Graph modes to compare (comma-separated; default: --graph)")
@@ -173,7 +167,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"none", "layer", "model"}));
   cmd->add_option("--repeat", f->repeat, "Prefill repetitions (the fastest counts)")->check(CLI::Range(1, 100));
   cmd->add_flag("--json", f->json, "Print the results as JSON instead of a table");
-  cmd->callback([mf, f] { run(*mf, *f); });
+  cmd->callback([mf, sf, f] { run(*mf, *sf, *f); });
 }
 
 }  // namespace fsvd

@@ -12,7 +12,7 @@
 #include "families/load.h"
 #include "families/native_family.h"
 #include "model/summary.h"
-#include "model/synthetic.h"
+#include "apps/synthetic_flags.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace fsvd {
@@ -21,9 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ConvertFlags {
-  std::string input;      // positional, or -m
-  std::string synthetic;  // instead of an input: random weights of a known architecture
-  double ratio = 0.5;     // kept parameter ratio of the synthetic model
+  std::string input;  // positional, or -m
   std::string out;
   std::string dtype = "f32";
   std::string tokenizer;
@@ -38,29 +36,30 @@ DType parse_dtype(const std::string& s) {
 
 // The model to write: loaded from the input, or synthetic (model/synthetic.h),
 // whose bf16-exact weights let peer runtimes read the very model `bench --synthetic` runs.
-Model source_model(const std::string& in, const ModelFlags& mf, const ConvertFlags& f) {
-  if (f.synthetic.empty()) {
+Model source_model(const std::string& in, const ModelFlags& mf, const SyntheticFlags& sf) {
+  if (!sf.given()) {
     std::fprintf(stderr, "loading %s\n", in.c_str());
     return load_model(in, LoadOptions{mf.family});
   }
-  std::fprintf(stderr, "building synthetic %s at ratio %g\n", f.synthetic.c_str(), f.ratio);
-  return make_synthetic_model(synthetic_spec(f.synthetic, f.ratio));
+  std::fprintf(stderr, "building synthetic %s at ratio %g\n", sf.name.c_str(), sf.ratio);
+  return make_synthetic_model(sf.spec());
 }
 
-void run(ModelFlags mf, const ConvertFlags& f) {
+void run(ModelFlags mf, const SyntheticFlags& sf, const ConvertFlags& f) {
   check(f.input.empty() || mf.model.empty() || f.input == mf.model, "convert",
         "give the input once: as the positional argument or as -m");
   if (!f.input.empty()) mf.model = f.input;
-  const bool synthetic = !f.synthetic.empty();
+  const bool synthetic = sf.given();
   check(!synthetic || mf.model.empty(), "--synthetic", "give either --synthetic or a model to convert, not both");
   const std::string in = synthetic ? "" : resolve_model_path(mf);
   check_output_dir(in, f.out, f.force);
 
-  const Model model = source_model(in, mf, f);
+  const Model model = source_model(in, mf, sf);
   NativeSaveOptions options;
   options.dtype = parse_dtype(f.dtype);
   options.provenance = {{"command", "flashsvd convert"}};
-  if (synthetic) options.provenance.update({{"synthetic", f.synthetic}, {"ratio", f.ratio}});
+  if (synthetic)
+    options.provenance.update({{"synthetic", sf.name}, {"ratio", sf.ratio}, {"rank_spread", sf.rank_spread}});
   save_native(model, f.out, options);
 
   // A synthetic model has a tokenizer only when --tokenizer names one.
@@ -95,10 +94,7 @@ void add_convert_command(CLI::App& app) {
   auto mf = add_model_flags(*cmd, ModelUse::load);
   auto f = std::make_shared<ConvertFlags>();
   cmd->add_option("input", f->input, "Model file or directory to convert (or -m)");
-  cmd->add_option("--synthetic", f->synthetic,
-                   "Instead of an input: random bf16-exact weights of a known architecture, as bench --synthetic");
-  cmd->add_option("--ratio", f->ratio, "Kept parameter ratio of the synthetic model's linears (1: dense)")
-      ->check(CLI::Range(1e-3, 1.0));
+  auto sf = add_synthetic_flags(*cmd);
   cmd->add_option("-o,--output", f->out, "Output directory (created; must be empty unless --force)")->required();
   cmd->add_option("--dtype", f->dtype, "Storage of the matrices: f32 (exact), f16 or bf16; norms stay f32")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
@@ -106,7 +102,7 @@ void add_convert_command(CLI::App& app) {
                   "Tokenizer to store with the model when the checkpoint has none (llama2.c tokenizer.bin, "
                   ".model, tokenizer.json)");
   cmd->add_flag("--force", f->force, "Replace the model files in a non-empty output directory");
-  cmd->callback([mf, f] { run(*mf, *f); });
+  cmd->callback([mf, sf, f] { run(*mf, *sf, *f); });
 }
 
 }  // namespace fsvd

@@ -40,9 +40,18 @@ const Architecture kArchitectures[] = {
 
 }  // namespace
 
-int64_t SyntheticSpec::rank(int64_t out, int64_t in) const {
+int64_t SyntheticSpec::rank(int layer, SyntheticWeight w, int64_t out, int64_t in) const {
   if (keep >= 1.0) return -1;
-  return std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(out) * in * keep / (out + in)));
+  double factor = 1.0;
+  if (rank_spread > 0) {
+    // A uniform draw in [-1, 1) from the value hash: up uses gate's.
+    const SyntheticWeight key = w == SyntheticWeight::up ? SyntheticWeight::gate : w;
+    const double u = synthetic_value(seed, 0xFFFFFFu, static_cast<uint64_t>(layer) * 16 + static_cast<uint32_t>(key),
+                                     1.0f);
+    factor = 1.0 + rank_spread * u;
+  }
+  const double r = static_cast<double>(out) * in * keep / (out + in) * factor;
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 1, std::min(out, in));
 }
 
 std::vector<std::string> synthetic_names() {
@@ -51,11 +60,12 @@ std::vector<std::string> synthetic_names() {
   return names;
 }
 
-SyntheticSpec synthetic_spec(const std::string& name, double keep, uint64_t seed) {
+SyntheticSpec synthetic_spec(const std::string& name, double keep, uint64_t seed, double rank_spread) {
   check(keep > 0 && keep <= 1, "--ratio", "kept parameter ratio must be in (0, 1], got ", keep);
+  check(rank_spread >= 0 && rank_spread < 1, "--rank-spread", "must be in [0, 1), got ", rank_spread);
   std::string known;
   for (const Architecture& a : kArchitectures) {
-    if (name == a.name) return SyntheticSpec{a.name, a.config, keep, seed};
+    if (name == a.name) return SyntheticSpec{a.name, a.config, keep, seed, rank_spread};
     known += (known.empty() ? "" : ", ") + std::string(a.name);
   }
   fail("--synthetic", "unknown architecture '", name, "' (known: ", known, ")");
@@ -77,7 +87,7 @@ Tensor synthetic_tensor(const SyntheticSpec& spec, uint32_t id, std::vector<int6
 }
 
 Linear synthetic_linear(const SyntheticSpec& spec, int layer, SyntheticWeight w, int64_t out, int64_t in) {
-  const int64_t r = spec.rank(out, in);
+  const int64_t r = spec.rank(layer, w, out, in);
   Linear l;
   if (r < 0) {
     l.first = synthetic_tensor(spec, synthetic_tensor_id(layer, w, 0), {out, in}, synthetic_scale(in));

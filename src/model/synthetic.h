@@ -19,27 +19,36 @@
 
 namespace fsvd {
 
+// Which tensor a value belongs to: one id per (layer, weight, factor).
+enum class SyntheticWeight : uint32_t { q, k, v, o, gate, up, down, attn_norm, mlp_norm };
+
 struct SyntheticSpec {
   std::string name;     // what it imitates, e.g. "llama-7b"
   ModelConfig config;
   double keep = 1.0;    // kept parameter ratio of every q/k/v/o/gate/up/down; 1: dense
   uint64_t seed = 0;
-  // Rank of a linear [out, in] at this keep ratio (the SVD-LLM convention
-  // r = int(out * in * keep / (out + in))), or -1 when it stays dense.
-  int64_t rank(int64_t out, int64_t in) const;
+  // 0: every matrix at the keep ratio. s in (0, 1): each matrix's rank is
+  // scaled by a factor in [1 - s, 1 + s] drawn from (seed, layer, weight):
+  // unequal ranks across layers and across q/k/v/o/MLP, as Dobi-SVD and
+  // SVD-LLM v2 allocate them, with the same expected size. gate and up share
+  // one factor (their second factors stack into one matrix).
+  double rank_spread = 0;
+  // Rank of `layer`'s linear `w` [out, in] (the SVD-LLM convention
+  // r = int(out * in * keep / (out + in)), times the spread factor), or -1
+  // when it stays dense.
+  int64_t rank(int layer, SyntheticWeight w, int64_t out, int64_t in) const;
 };
 
 // Known architecture names (llama-7b, llama-13b, llama-3-8b, ...).
 std::vector<std::string> synthetic_names();
-// The spec of `name` at `keep` in (0, 1]; throws Error for an unknown name or a bad ratio.
-SyntheticSpec synthetic_spec(const std::string& name, double keep, uint64_t seed = 0);
+// The spec of `name` at `keep` in (0, 1]; throws Error for an unknown name, a
+// bad ratio or a spread outside [0, 1).
+SyntheticSpec synthetic_spec(const std::string& name, double keep, uint64_t seed = 0, double rank_spread = 0);
 
 struct Model;
 // The whole model on the host (fp32 holding the bf16-exact values), packed.
 Model make_synthetic_model(const SyntheticSpec& spec);
 
-// Which tensor a value belongs to: one id per (layer, weight, factor).
-enum class SyntheticWeight : uint32_t { q, k, v, o, gate, up, down, attn_norm, mlp_norm };
 constexpr uint32_t kSyntheticEmbed = 0, kSyntheticLmHead = 2, kSyntheticFinalNorm = 4;
 FSVD_HOST_DEVICE constexpr uint32_t synthetic_tensor_id(int layer, SyntheticWeight w, int factor) {
   return 16u + static_cast<uint32_t>(layer) * 32u + static_cast<uint32_t>(w) * 2u + static_cast<uint32_t>(factor);

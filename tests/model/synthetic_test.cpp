@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/dtype.h"
 #include "model/model.h"
@@ -17,10 +18,13 @@ namespace {
 TEST(Synthetic, LlamaSevenBAtHalfKeepsThePapersRanks) {
   const SyntheticSpec s = synthetic_spec("llama-7b", 0.5);
   EXPECT_EQ(s.config.hidden, 4096);
-  EXPECT_EQ(s.rank(4096, 4096), 1024);
-  EXPECT_EQ(s.rank(11008, 4096), 1492);
-  EXPECT_EQ(s.rank(4096, 11008), 1492);
-  EXPECT_EQ(synthetic_spec("llama-7b", 1.0).rank(4096, 4096), -1);
+  using W = SyntheticWeight;
+  for (int layer : {0, 31}) {
+    EXPECT_EQ(s.rank(layer, W::q, 4096, 4096), 1024);
+    EXPECT_EQ(s.rank(layer, W::up, 11008, 4096), 1492);
+    EXPECT_EQ(s.rank(layer, W::down, 4096, 11008), 1492);
+  }
+  EXPECT_EQ(synthetic_spec("llama-7b", 1.0).rank(0, W::q, 4096, 4096), -1);
   EXPECT_EQ(synthetic_spec("llama-3-8b", 0.5).config.n_kv_heads, 8);
 }
 
@@ -28,6 +32,37 @@ TEST(Synthetic, BadNamesAndRatiosAreRefused) {
   EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-9b", 0.5); }, "unknown architecture 'llama-9b'"));
   EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 0); }, "(0, 1]"));
   EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 1.5); }, "(0, 1]"));
+  EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 0.5, 0, 1.0); }, "--rank-spread"));
+  EXPECT_TRUE(test::fails_with([] { synthetic_spec("llama-7b", 0.5, 0, -0.1); }, "--rank-spread"));
+}
+
+// --rank-spread: every matrix's rank within the spread of the uniform one,
+// unequal across layers and weights, gate and up equal, the same on every
+// call, and about the uniform model's size on average.
+TEST(Synthetic, RankSpreadGivesUnequalRanksOfTheSameExpectedSize) {
+  using W = SyntheticWeight;
+  const SyntheticSpec uniform = synthetic_spec("llama-7b", 0.5), spread = synthetic_spec("llama-7b", 0.5, 0, 0.4);
+  const struct {
+    W w;
+    int64_t out, in;
+  } shapes[] = {{W::q, 4096, 4096}, {W::k, 4096, 4096}, {W::v, 4096, 4096},
+                {W::o, 4096, 4096}, {W::gate, 11008, 4096}, {W::down, 4096, 11008}};
+  double uniform_params = 0, spread_params = 0;
+  std::set<int64_t> seen;
+  for (int layer = 0; layer < 32; ++layer) {
+    EXPECT_EQ(spread.rank(layer, W::gate, 11008, 4096), spread.rank(layer, W::up, 11008, 4096));
+    for (const auto& s : shapes) {
+      const int64_t base = uniform.rank(layer, s.w, s.out, s.in), r = spread.rank(layer, s.w, s.out, s.in);
+      EXPECT_GE(r, static_cast<int64_t>(base * 0.6) - 1);
+      EXPECT_LE(r, static_cast<int64_t>(base * 1.4) + 1);
+      EXPECT_EQ(r, spread.rank(layer, s.w, s.out, s.in));
+      seen.insert(r);
+      uniform_params += double(base) * (s.out + s.in);
+      spread_params += double(r) * (s.out + s.in);
+    }
+  }
+  EXPECT_GT(seen.size(), 100u);
+  EXPECT_NEAR(spread_params / uniform_params, 1.0, 0.1);
 }
 
 TEST(Synthetic, ValuesAreDeterministicBf16AndSpread) {

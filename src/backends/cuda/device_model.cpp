@@ -148,7 +148,7 @@ DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer,
   DevicePacked d;
   int64_t total = 0;
   for (const SyntheticPart& p : parts) {
-    const int64_t r = spec.rank(p.out, in), rows = r < 0 ? p.out : r;
+    const int64_t r = spec.rank(layer, p.w, p.out, in), rows = r < 0 ? p.out : r;
     d.parts.push_back({total, rows, DeviceMatrix{}, nullptr});
     total += rows;
   }
@@ -156,7 +156,7 @@ DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer,
   const SyntheticPart* p = parts.begin();
   for (DevicePacked::Part& part : d.parts) {
     fill_matrix(d.first, part.offset, part.rows, synthetic_tensor_id(layer, p->w, 0), synthetic_scale(in));
-    if (with_seconds && spec.rank(p->out, in) >= 0) {
+    if (with_seconds && spec.rank(layer, p->w, p->out, in) >= 0) {
       part.second = allocate_matrix(p->out, part.rows, round_up8(part.rows));
       fill_matrix(part.second, 0, p->out, synthetic_tensor_id(layer, p->w, 1), synthetic_scale(part.rows));
     }
@@ -192,13 +192,13 @@ DeviceModel::DeviceModel(const SyntheticSpec& spec, ElementType type)
                 c.tied_embeddings ? 1.0f : synthetic_scale(c.hidden));
   }
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-  const int64_t mlp_rank = spec.rank(c.intermediate, c.hidden);
   for (int i = 0; i < c.n_layers; ++i) {
+    // gate and up share one rank (SyntheticSpec::rank): one stacked second factor.
+    const int64_t mlp_rank = spec.rank(i, W::gate, c.intermediate, c.hidden);
     DeviceLayer& d = layers_.emplace_back();
     d.attn_norm = norm(synthetic_tensor_id(i, W::attn_norm, 0));
     d.mlp_norm = norm(synthetic_tensor_id(i, W::mlp_norm, 0));
     d.qkv = synthetic_packed(spec, i, c.hidden, {{W::q, q_dim}, {W::k, kv_dim}, {W::v, kv_dim}}, true);
-    // gate and up have one shape, so one rank: low-rank means one stacked second factor.
     d.gate_up = synthetic_packed(spec, i, c.hidden, {{W::gate, c.intermediate}, {W::up, c.intermediate}},
                                  mlp_rank < 0);
     if (mlp_rank >= 0) {

@@ -325,11 +325,12 @@ TEST(CudaExecutorGraphs, PackOffMatchesPackOn) {
 // the same logits from both, and within bf16 tolerance of the CPU.
 TEST(CudaExecutorSynthetic, DeviceBuiltModelEqualsUploadedHostModel) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  for (double keep : {0.4, 1.0}) {
+  for (const auto& [keep, spread] : {std::pair{0.4, 0.0}, std::pair{0.4, 0.5}, std::pair{1.0, 0.0}}) {
     SyntheticSpec spec;
     spec.name = "test";
     spec.config = testing::small_config(264, 520, 3, 6, 2, 128, 301);
     spec.keep = keep;
+    spec.rank_spread = spread;  // unequal ranks across layers and matrices
     spec.seed = 9;
     const Model host = make_synthetic_model(spec);
     CudaExecutor built(std::make_shared<const DeviceModel>(spec), 12), uploaded(host, 12);
