@@ -29,6 +29,7 @@ struct CompressFlags {
   int64_t calib_tokens = 32768;
   int calib_ctx = 0;
   double stats_gib = 2;
+  std::string stats;
   std::string dtype = "f32";
   bool force = false;
 };
@@ -42,9 +43,11 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   options.window = f.calib_ctx;
   options.threads = mf.threads;
   options.stats_budget_bytes = static_cast<int64_t>(f.stats_gib * double(int64_t{1} << 30));
+  options.stats_path = f.stats;
   options.progress = log_info;
   const bool whiten = options.method == CompressMethod::Whiten;
   check(!whiten || !f.calib.empty(), "--calib", "whitening needs a calibration text (or use --method svd)");
+  check(whiten || f.stats.empty(), "--stats", "plain SVD uses no calibration statistics");
 
   const std::string input = resolve_model_path(mf);
   check_output_dir(input, f.out, f.force);
@@ -95,6 +98,9 @@ void add_compress_command(CLI::App& app) {
                   "Memory for calibration statistics; layers that fit share one pass over the text")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--stats", f->stats,
+                  "Calibration statistics file: read when it exists (same model and calibration), else written; "
+                  "compressions at other ratios or allocations then skip calibration");
   cmd->add_option("--dtype", f->dtype, "Stored dtype of the matrices")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();

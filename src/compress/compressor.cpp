@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
 #include "compress/calibration.h"
+#include "compress/gram_store.h"
 #include "compress/rank_allocation.h"
 #include "compress/whitening.h"
 #include "core/error.h"
@@ -37,12 +39,38 @@ void report(const CompressOptions& options, const std::string& line) {
   if (options.progress) options.progress(line);
 }
 
+// Calls take(layer, statistics) for every layer in order: the statistics of
+// as many layers as fit the budget are gathered per pass over the text.
+template <typename Take>
+void gather_statistics(Calibration& calibration, int layers, const CompressOptions& options, Take take) {
+  const int group = static_cast<int>(
+      std::clamp<int64_t>(options.stats_budget_bytes / calibration.bytes_per_layer(), 1, layers));
+  for (int first = 0; first < layers; first += group) {
+    const int last = std::min(layers, first + group);
+    report(options, "calibrating layers " + std::to_string(first) + ".." + std::to_string(last - 1) + " on " +
+                        std::to_string(calibration.tokens()) + " tokens (" +
+                        std::to_string(calibration.windows()) + " windows of " +
+                        std::to_string(calibration.window()) + ")");
+    std::vector<LayerGrams> grams = calibration.layer_grams(first, last);
+    for (int l = first; l < last; ++l) {
+      take(l, grams[l - first]);
+      grams[l - first].clear();  // dropped once used
+    }
+  }
+}
+
+LayerWhitening whiten(const LayerGrams& grams) {
+  LayerWhitening white;
+  for (const Gram& g : grams) white.push_back(cholesky_whitening(g));
+  return white;
+}
+
 // Calls visit(layer, whitening) for every layer in order. Without calibration
-// every whitening is the identity (plain SVD); with it, the statistics of as
-// many layers as fit the budget are gathered per pass over the text, and each
-// layer's are dropped once factored.
+// every whitening is the identity (plain SVD); with a statistics file the
+// statistics are read from it, else gathered from passes over the text.
 template <typename Visit>
-void for_each_layer(const Model& dense, Calibration* calibration, const CompressOptions& options, Visit visit) {
+void for_each_layer(const Model& dense, Calibration* calibration, GramStoreReader* store,
+                    const CompressOptions& options, Visit visit) {
   const int layers = dense.config.n_layers;
   if (!calibration) {
     for (int l = 0; l < layers; ++l) {
@@ -50,24 +78,27 @@ void for_each_layer(const Model& dense, Calibration* calibration, const Compress
       for (int i = 0; i < 4; ++i) white.push_back(Whitening::identity(linear_input_dim(dense.config, LinearInput(i))));
       visit(l, white);
     }
-    return;
+  } else if (store) {
+    for (int l = 0; l < layers; ++l) visit(l, whiten(store->layer(l)));
+  } else {
+    gather_statistics(*calibration, layers, options, [&](int l, const LayerGrams& g) { visit(l, whiten(g)); });
   }
-  const int group = static_cast<int>(
-      std::clamp<int64_t>(options.stats_budget_bytes / calibration->bytes_per_layer(), 1, layers));
-  for (int first = 0; first < layers; first += group) {
-    const int last = std::min(layers, first + group);
-    report(options, "calibrating layers " + std::to_string(first) + ".." + std::to_string(last - 1) + " on " +
-                        std::to_string(calibration->tokens()) + " tokens (" +
-                        std::to_string(calibration->windows()) + " windows of " +
-                        std::to_string(calibration->window()) + ")");
-    std::vector<LayerGrams> grams = calibration->layer_grams(first, last);
-    for (int l = first; l < last; ++l) {
-      LayerWhitening white;
-      for (const Gram& g : grams[l - first]) white.push_back(cholesky_whitening(g));
-      grams[l - first].clear();
-      visit(l, white);
-    }
+}
+
+// Opens options.stats_path, computing and writing the statistics first when it does not exist yet.
+std::optional<GramStoreReader> open_statistics(const Model& dense, const std::vector<int32_t>& ids,
+                                               Calibration& calibration, const CompressOptions& options) {
+  if (options.stats_path.empty()) return std::nullopt;
+  const GramStoreKey key = gram_store_key(dense, ids, calibration.window());
+  if (std::filesystem::exists(options.stats_path)) {
+    report(options, "calibration statistics from " + options.stats_path);
+  } else {
+    GramStoreWriter writer(options.stats_path, key);
+    gather_statistics(calibration, dense.config.n_layers, options, [&](int, const LayerGrams& g) { writer.add(g); });
+    writer.commit();
+    report(options, "wrote calibration statistics to " + options.stats_path);
   }
+  return std::optional<GramStoreReader>(std::in_place, options.stats_path, key);
 }
 
 void check_dense(const Model& dense) {
@@ -117,11 +148,14 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
     calibration.emplace(dense, calibration_ids, window, options.threads);
   }
   Calibration* cal = calibration ? &*calibration : nullptr;
+  std::optional<GramStoreReader> store;
+  if (cal) store = open_statistics(dense, calibration_ids, *cal, options);
+  GramStoreReader* stats = store ? &*store : nullptr;
 
   if (options.allocation == RankAllocation::Loss) {
     // First pass: singular values only, to share each type's budget by loss.
     std::vector<std::vector<std::vector<double>>> values(kKindCount, std::vector<std::vector<double>>(layers));
-    for_each_layer(dense, cal, options, [&](int l, const LayerWhitening& white) {
+    for_each_layer(dense, cal, stats, options, [&](int l, const LayerWhitening& white) {
       for (int k = 0; k < kKindCount; ++k)
         values[k][l] = whitened_singular_values((dense.layers[l].*kKinds[k].member).first,
                                                 white[static_cast<int>(kKinds[k].input)]);
@@ -144,7 +178,7 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
   m.layers.resize(layers);
   std::vector<std::vector<double>> losses(kKindCount, std::vector<double>(layers));
   nlohmann::json shifts = nlohmann::json::array();
-  for_each_layer(dense, cal, options, [&](int l, const LayerWhitening& white) {
+  for_each_layer(dense, cal, stats, options, [&](int l, const LayerWhitening& white) {
     const Layer& from = dense.layers[l];
     Layer& to = m.layers[l];
     to.attn_norm = from.attn_norm;
@@ -179,6 +213,7 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
                         {"window", cal->window()},
                         {"windows", cal->windows()},
                         {"activations", "dense model, every layer"}};
+    if (stats) p["calibration"]["statistics_file"] = options.stats_path;
     p["whitening_shifts"] = shifts;
   }
   for (int k = 0; k < kKindCount; ++k) {

@@ -26,6 +26,10 @@ struct CompressOptions {
   // Calibration statistics held at once: as many layers as fit (at least one);
   // each calibration pass over the text serves that many layers.
   int64_t stats_budget_bytes = int64_t{2} << 30;
+  // Whitening only: a file of every layer's statistics (compress/gram_store.h),
+  // read when it exists, else computed once and written, then read back layer by
+  // layer. Lets compressions at other ratios or allocations skip calibration.
+  std::string stats_path;
   std::function<void(const std::string&)> progress;  // one line per step, may be empty
 };
 

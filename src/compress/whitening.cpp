@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -49,6 +50,10 @@ double smallest_eigenvalue(std::vector<double> a, int64_t dim) {
 }  // namespace
 
 Gram::Gram(int64_t dim) : dim_(dim), lower_(dim * dim, 0.0) {}
+
+Gram::Gram(int64_t dim, int64_t rows, std::vector<double> lower) : dim_(dim), rows_(rows), lower_(std::move(lower)) {
+  check(static_cast<int64_t>(lower_.size()) == dim * dim, "Gram", lower_.size(), " values for dimension ", dim);
+}
 
 void Gram::add(const float* rows, int64_t n) {
   std::vector<double> chunk;

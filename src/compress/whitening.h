@@ -15,6 +15,8 @@ namespace fsvd {
 class Gram {
  public:
   explicit Gram(int64_t dim);
+  // Statistics read back from a file (compress/gram_store.h), `lower` as lower() returns it.
+  Gram(int64_t dim, int64_t rows, std::vector<double> lower);
   void add(const float* rows, int64_t n);  // rows [n, dim], row-major
   int64_t dim() const { return dim_; }
   int64_t rows() const { return rows_; }

@@ -111,6 +111,20 @@ TEST_F(CompressPplCli, CompressWritesAModelThatInfoAndPplRead) {
   EXPECT_EQ(run_cli(again + " --force").exit_code, 0);
 }
 
+TEST_F(CompressPplCli, CompressReusesCalibrationStatistics) {
+  const std::string stats = out_.string() + "_stats";
+  const std::string base = "compress -m " + model_ + " --tokenizer " + tok_ + " --calib " + text_ +
+                           " --calib-tokens 1024 -t 1 --stats " + stats + " --force";
+  const testing::CliResult first = run_cli(base + " --ratio 0.6 -o " + out_.string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("wrote calibration statistics to " + stats), std::string::npos) << first.err;
+  const testing::CliResult second = run_cli(base + " --ratio 0.8 --allocation loss -o " + out_.string());
+  fs::remove(stats);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("calibration statistics from " + stats), std::string::npos) << second.err;
+  EXPECT_EQ(second.err.find("calibrating"), std::string::npos) << second.err;
+}
+
 TEST_F(CompressPplCli, CompressRejectsBadSettings) {
   const std::string base = "compress -m " + model_ + " --tokenizer " + tok_ + " -o " + out_.string();
   const testing::CliResult ratio = run_cli(base + " --ratio 1.5 --method svd");
@@ -120,6 +134,9 @@ TEST_F(CompressPplCli, CompressRejectsBadSettings) {
   EXPECT_EQ(calib.exit_code, 1);
   EXPECT_NE(calib.err.find("--calib"), std::string::npos) << calib.err;
   EXPECT_NE(run_cli(base + " --ratio 0.5 --method magic").exit_code, 0);
+  const testing::CliResult stats = run_cli(base + " --ratio 0.5 --method svd --stats " + out_.string() + "_stats");
+  EXPECT_EQ(stats.exit_code, 1);
+  EXPECT_NE(stats.err.find("--stats"), std::string::npos) << stats.err;
   for (const char* gpu_flag : {"--device cuda", "--precision fp32"})  // calibration is CPU-only
     EXPECT_NE(run_cli(base + " --ratio 0.5 --method svd " + gpu_flag).exit_code, 0) << gpu_flag;
   EXPECT_FALSE(fs::exists(out_));
