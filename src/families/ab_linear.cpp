@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "families/config_json.h"
 #include "families/hf_weights.h"
 #include "families/loading.h"
 
@@ -70,27 +71,12 @@ class AbLinearTaker {
 
 }  // namespace
 
-std::string ab_linear_mismatch(const std::string& path, const std::function<bool(const json&)>& claims,
-                               const std::string& unclaimed) {
-  if (!fs::is_directory(path)) return "not a directory";
-  const fs::path config = fs::path(path) / "config.json";
-  if (!fs::exists(config)) return "directory has no config.json";
-  try {
-    const json j = json::parse(read_file(config.string()));
-    return j.is_object() && claims(j) ? "" : unclaimed;
-  } catch (const json::exception& e) {
-    return config.string() + ": not valid JSON: " + e.what();
-  } catch (const Error& e) {
-    return e.what();
-  }
-}
-
 AbLinearCheckpoint read_ab_linear_config(const std::string& dir) {
   AbLinearCheckpoint c;
   c.config_path = (fs::path(dir) / "config.json").string();
   const std::string text = read_file(c.config_path);
-  c.hf = parse_hf_config(text, c.config_path);  // valid JSON once this returns
-  c.config = json::parse(text);
+  c.hf = parse_hf_config(text, c.config_path);
+  c.config = parse_json(text, c.config_path);
   return c;
 }
 

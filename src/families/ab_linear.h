@@ -7,7 +7,6 @@
 // holds the original bias); every other linear is dense (`<module>.weight`,
 // `.bias`). Any linear may be factorized, lm_head included. Ranks come from the
 // tensors; a declared rank must agree with them.
-#include <functional>
 #include <map>
 #include <string>
 
@@ -26,11 +25,6 @@ struct AbLinearCheckpoint {
   std::string rank_key;     // the config key that lists the factorized modules, named in errors
   std::map<std::string, int64_t> ranks;  // module name ("lm_head", "model.layers.0.mlp.up_proj") -> declared rank
 };
-
-// Family::mismatch: "" when `path` is a directory whose config.json satisfies
-// `claims`, else why not (`unclaimed` when it does not).
-std::string ab_linear_mismatch(const std::string& path, const std::function<bool(const nlohmann::json&)>& claims,
-                               const std::string& unclaimed);
 
 // config.json of `dir`, parsed as JSON and as a LLaMA config (family, rank_key
 // and ranks are the caller's to fill); throws Error naming the file.

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "families/config_json.h"
 #include "families/hf_config.h"
 #include "families/loading.h"
 #include "formats/torch_archive.h"
@@ -23,14 +24,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr const char* kArchitecture = "ShareLlamaForCausalLM";
-
-json parse_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, "not valid JSON: ", e.what());
-  }
-}
 
 // The state dict shards: pytorch_model.bin, or those pytorch_model.bin.index.json lists.
 class TorchShards {
@@ -65,7 +58,7 @@ class TorchShards {
 
  private:
   void read_index(const std::string& dir) {
-    const json j = parse_json(where_);
+    const json j = read_json_file(where_);
     check(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), where_,
           "has no \"weight_map\" object");
     std::map<std::string, const TorchArchive*> opened;
@@ -130,23 +123,16 @@ std::vector<std::vector<int>> read_groups(const json& config, const std::string&
 }  // namespace
 
 std::string basis_sharing_mismatch(const std::string& path) {
-  if (!fs::is_directory(path)) return "not a directory";
-  const fs::path config = fs::path(path) / "config.json";
-  if (!fs::exists(config)) return "directory has no config.json";
-  try {
-    const json j = parse_json(config.string());
-    const auto arch = j.is_object() ? j.find("architectures") : j.end();
-    if (arch != j.end() && arch->is_array() && std::find(arch->begin(), arch->end(), kArchitecture) != arch->end())
-      return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return std::string("config.json does not name ") + kArchitecture;
+  const auto claims = [](const json& j) {
+    const auto arch = j.find("architectures");
+    return arch != j.end() && arch->is_array() && std::find(arch->begin(), arch->end(), kArchitecture) != arch->end();
+  };
+  return config_json_mismatch(path, claims, std::string("config.json does not name ") + kArchitecture);
 }
 
 Model load_basis_sharing(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  const json config = parse_json(config_path);
+  const json config = read_json_file(config_path);
   const HfConfig hf = parse_hf_config(read_file(config_path), config_path);
   check(hf.model_type == "llama", config_path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
   const TorchShards shards(dir);

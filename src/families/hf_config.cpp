@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "families/config_json.h"
 
 namespace fsvd {
 
@@ -117,12 +118,7 @@ void read_rope(const Reader& top, ModelConfig& c, const std::string& where) {
 }  // namespace
 
 HfConfig parse_hf_config(const std::string& json_text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception& e) {
-    fail(where, "not valid JSON: ", e.what());
-  }
+  const json j = parse_json(json_text, where);
   check(j.is_object(), where, "must hold a JSON object, got ", j.type_name());
   const Reader r(j, where);
 

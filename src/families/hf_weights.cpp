@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/read_file.h"
+#include "families/config_json.h"
 
 namespace fsvd {
 
@@ -31,12 +31,7 @@ HfWeights::HfWeights(const std::string& dir) {
   const fs::path single = root / "model.safetensors", index = root / "model.safetensors.index.json";
   if (fs::exists(index)) {
     where_ = index.string();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(where_));
-    } catch (const nlohmann::json::exception& e) {
-      fail(where_, "not valid JSON: ", e.what());
-    }
+    const nlohmann::json j = read_json_file(where_);
     check(j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(), where_,
           "expected an object with a 'weight_map' object (tensor name -> shard file)");
     std::map<std::string, const SafetensorsFile*> opened;

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "families/ab_linear.h"
+#include "families/config_json.h"
 
 namespace fsvd {
 
@@ -18,7 +19,7 @@ bool claims(const json& config) { return config.value("model_type", json()) == k
 }  // namespace
 
 std::string lowrank_arena_mismatch(const std::string& path) {
-  return ab_linear_mismatch(path, claims, std::string("config.json has neither model_type ") + kModelType +
+  return config_json_mismatch(path, claims, std::string("config.json has neither model_type ") + kModelType +
                                               " nor '" + kModules + "'");
 }
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "families/config_json.h"
 
 namespace fsvd {
 
@@ -261,12 +262,7 @@ std::string native_manifest_json(const NativeManifest& m) {
 }
 
 NativeManifest parse_native_manifest(std::string_view text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    fail(where, "not valid JSON: ", e.what());
-  }
+  const json j = parse_json(text, where);
   const Reader r(where);
   r.object(j, "the file", {"format", "version", "source", "provenance", "dtype", "config", "embed", "final_norm",
                            "lm_head", "layers", "shared"});

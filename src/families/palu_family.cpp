@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "families/config_json.h"
 #include "families/hf_config.h"
 #include "families/hf_weights.h"
 #include "families/loading.h"
@@ -19,14 +20,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr const char* kModelType = "palullama";
-
-json parse_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, "not valid JSON: ", e.what());
-  }
-}
 
 std::string list_str(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -101,21 +94,13 @@ Linear take_kv(TensorTaker& t, const HfWeights& w, const std::string& name, int6
 }  // namespace
 
 std::string palu_mismatch(const std::string& path) {
-  if (!fs::is_directory(path)) return "not a directory";
-  const fs::path config = fs::path(path) / "config.json";
-  if (!fs::exists(config)) return "directory has no config.json";
-  try {
-    const json j = parse_json(config.string());
-    if (j.is_object() && j.value("model_type", json()) == kModelType) return "";
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return std::string("config.json's model_type is not ") + kModelType;
+  const auto claims = [](const json& j) { return j.value("model_type", json()) == kModelType; };
+  return config_json_mismatch(path, claims, std::string("config.json's model_type is not ") + kModelType);
 }
 
 Model load_palu(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  const json config = parse_json(config_path);
+  const json config = read_json_file(config_path);
   const HfConfig hf = parse_hf_config(read_file(config_path), config_path);
   check(hf.model_type == kModelType, config_path, "model_type '", hf.model_type, "' is not ", kModelType);
   const auto listed = read_ranks(config, config_path);
