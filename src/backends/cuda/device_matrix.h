@@ -21,4 +21,16 @@ struct DeviceMatrix {
   ElementType type = ElementType::BF16;
 };
 
+// DeviceModel's matrices have their rows and row strides rounded up to
+// multiples of 8 (16 bytes of bf16), the padding zero, so cuBLAS always gets
+// 16-byte-aligned operands.
+constexpr int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
+
+// w with its inner dimension widened to the row stride: the same product when
+// the input's matching padding columns are zero too (every K then a multiple of 8).
+inline DeviceMatrix padded_k(DeviceMatrix w) {
+  w.cols = w.ld;
+  return w;
+}
+
 }  // namespace fsvd::cuda

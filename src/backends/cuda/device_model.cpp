@@ -11,8 +11,6 @@ namespace {
 
 constexpr const char* kWhere = "DeviceModel";
 
-int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
-
 // rows x cols fp32 (row-major, contiguous) as `type` rows of stride ld at
 // dst; padding is zero.
 void convert_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, ElementType type, uint8_t* dst) {

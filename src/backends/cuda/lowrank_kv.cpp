@@ -10,17 +10,8 @@ namespace {
 
 constexpr const char* kWhere = "--kv lowrank";
 
-int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
-
 const DevicePacked::Part& k_part(const DeviceLayer& l) { return l.qkv.parts[1]; }
 const DevicePacked::Part& v_part(const DeviceLayer& l) { return l.qkv.parts[2]; }
-
-// The second factor with its inner dimension widened to the row stride: the
-// rank rows' padding columns are zero, so the product is exact (prefill.cpp's padded_k).
-DeviceMatrix padded_k(DeviceMatrix w) {
-  w.cols = w.ld;
-  return w;
-}
 
 }  // namespace
 

@@ -13,23 +13,15 @@ namespace {
 
 constexpr const char* kWhere = "Prefill";
 
-// Row strides of intermediates are rounded up to 8 elements (16 bytes of
-// bf16) so cuBLAS can use its vectorized kernels for any rank.
-int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
+// Row strides of intermediates are rounded up to 8 (round_up8) and every
+// product runs on padded_k weights (device_matrix.h): cuBLAS then takes its
+// 16-byte-aligned kernels for any rank (measured: the 2-element-aligned ones
+// ran at under half the speed on odd ranks).
 
 // Grows `b` to at least n elements (contents are not kept).
 template <typename T>
 void grow(DeviceBuffer<T>& b, int64_t n) {
   if (b.size() < static_cast<size_t>(n)) b = DeviceBuffer<T>(static_cast<size_t>(n));
-}
-
-// w with its inner dimension widened to the row stride: an exact product when
-// w's padding columns and x's matching columns are zero. Every K is then a
-// multiple of 8 and cuBLAS takes its 16-byte-aligned kernels (measured: the
-// 2-element-aligned ones ran at under half the speed on odd ranks).
-DeviceMatrix padded_k(DeviceMatrix w) {
-  w.cols = w.ld;
-  return w;
 }
 
 // w with its rows rounded up to 8 (DeviceModel allocates the zero rows): a

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_helpers.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -31,9 +32,6 @@ __global__ void add_bias_kernel(float* y, int64_t ld, const float* b, int64_t ro
   for_each_element(rows, cols, [&](int64_t r, int64_t c) { y[r * ld + c] += b[c]; });
 }
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-
 template <typename In, typename Out>
 __global__ void silu_mul_kernel(const In* gate, int64_t ld_gate, const In* up, int64_t ld_up, int64_t rows,
                                 int64_t cols, Out* out) {
@@ -57,8 +55,6 @@ __global__ void store_row_bf16_kernel(const float* x, int64_t cols, const int* d
   for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < cols; c += int64_t{gridDim.x} * blockDim.x)
     rows[pos * ld + c] = __float2bfloat16_rn(x[c]);
 }
-
-int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
 
 struct StageParams {
   StageSegment seg[kMaxStageSegments];

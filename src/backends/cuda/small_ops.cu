@@ -19,9 +19,6 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kArgmaxThreads = 1024;
 
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float to_float(float v) { return v; }
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const T* table, int64_t vocab, int64_t hidden, int64_t ld, const int32_t* tokens,

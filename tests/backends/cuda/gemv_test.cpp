@@ -372,8 +372,9 @@ TEST_P(CudaGemvTyped, GroupedMatchesSeparateCallsOnOddShapes) {
             const double err = relative_error(out, set.want(i, x));
             EXPECT_LT(err, kTolerance) << "group " << i;
             worst = std::max(worst, err);
-            if (same_shape)
+            if (same_shape) {
               EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
+            }
           }
         }
       }
