@@ -88,7 +88,7 @@ struct Raw8 {
 };
 
 template <typename T>
-__device__ __forceinline__ Raw8<T> load8(const uint4* p) {
+__device__ __forceinline__ Raw8<T> load_cache8(const uint4* p) {
   Raw8<T> r;
 #pragma unroll
   for (int i = 0; i < Raw8<T>::kLoads; ++i) r.w[i] = __ldg(p + i);
@@ -132,7 +132,7 @@ __device__ __forceinline__ void store8(void* p, const float* f) {
 
 // Eight fp32 values of the token's q, k or v: scalar loads, since a dense
 // part's output is an unaligned slice of the packed q|k|v output.
-__device__ __forceinline__ void load8(const float* p, float* f) {
+__device__ __forceinline__ void load_token8(const float* p, float* f) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = p[e];
 }
@@ -192,8 +192,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     for (int r = 0; r < kRows; ++r) {
       const int row = base + r * kWorkers + slot;
       ok[r] = row < cached_end;  // rows past the slice may hold anything: never read them
-      kw[r] = ok[r] ? load8<T>(kp + row * stride) : Raw8<T>{};
-      vw[r] = ok[r] ? load8<T>(vp + row * stride) : Raw8<T>{};
+      kw[r] = ok[r] ? load_cache8<T>(kp + row * stride) : Raw8<T>{};
+      vw[r] = ok[r] ? load_cache8<T>(vp + row * stride) : Raw8<T>{};
     }
   };
   const int first_base = row0 + warp * kSlots;
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
     float x[8] = {};
-    if (g < nh) load8(p.q + (head0 + g) * kHeadDim + c * 8, x);
+    if (g < nh) load_token8(p.q + (head0 + g) * kHeadDim + c * 8, x);
     rotate8<kHalfLanes>(x, sn, cs, first_half);
 #pragma unroll
     for (int e = 0; e < 8; ++e) qr[g][e] = x[e] * p.scale_log2;
@@ -238,8 +238,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   }
   if (owns_token) {  // uniform across the CTA
     float kf[8], vf[8];
-    load8(p.k_new + blockIdx.y * kHeadDim + c * 8, kf);
-    load8(p.v_new + blockIdx.y * kHeadDim + c * 8, vf);
+    load_token8(p.k_new + blockIdx.y * kHeadDim + c * 8, kf);
+    load_token8(p.v_new + blockIdx.y * kHeadDim + c * 8, vf);
     rotate8<kHalfLanes>(kf, sn, cs, first_half);
 #pragma unroll
     for (int e = 0; e < 8; ++e) kf[e] = as_stored<T>(kf[e]), vf[e] = as_stored<T>(vf[e]);
@@ -372,8 +372,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     p.out[(head0 + g) * kHeadDim + d] = o / sum;
   }
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 using KernelFn = void (*)(Params);
 

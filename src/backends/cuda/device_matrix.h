@@ -26,6 +26,9 @@ struct DeviceMatrix {
 // 16-byte-aligned operands.
 constexpr int64_t round_up8(int64_t n) { return (n + 7) / 8 * 8; }
 
+// Units of b needed to cover a (a >= 0, b > 0): grid and slice counts.
+constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // w with its inner dimension widened to the row stride: the same product when
 // the input's matching padding columns are zero too (every K then a multiple of 8).
 inline DeviceMatrix padded_k(DeviceMatrix w) {

@@ -331,8 +331,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
   cluster.sync();  // keep every CTA's partials alive until all remote reads are done
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 struct Request {
   const char* where;
   Epilogue epilogue;
