@@ -16,6 +16,7 @@ struct LogitsFlags {
   std::string tokens;  // "1,17,250"
   std::string text;
   std::string out;
+  bool last = false;  // only the last position's row
 };
 
 std::vector<int32_t> parse_ids(const std::string& list) {
@@ -45,16 +46,17 @@ void run(const ModelFlags& mf, const LogitsFlags& f) {
   check(!ids.empty(), "logits", "no tokens");
   const auto executor = make_executor(s.model, mf, static_cast<int>(ids.size()));
   std::vector<float> logits;
-  executor->forward(ids, 0, true, logits);
+  executor->forward(ids, 0, !f.last, logits);
   const int64_t vocab = s.model.config.vocab;
+  const size_t rows = f.last ? 1 : ids.size(), first = ids.size() - rows;
   if (!f.out.empty()) {
-    write_npy_f32(f.out, {static_cast<int64_t>(ids.size()), vocab}, logits.data());
-    std::fprintf(stderr, "wrote [%zu, %lld] fp32 logits to %s\n", ids.size(), static_cast<long long>(vocab),
+    write_npy_f32(f.out, {static_cast<int64_t>(rows), vocab}, logits.data());
+    std::fprintf(stderr, "wrote [%zu, %lld] fp32 logits to %s\n", rows, static_cast<long long>(vocab),
                  f.out.c_str());
     return;
   }
-  for (size_t t = 0; t < ids.size(); ++t) {  // one row per position: token id, then its logits
-    std::printf("%d", ids[t]);
+  for (size_t t = 0; t < rows; ++t) {  // one row per position: token id, then its logits
+    std::printf("%d", ids[first + t]);
     for (int64_t v = 0; v < vocab; ++v) std::printf(" %.9g", logits[t * vocab + v]);
     std::printf("\n");
   }
@@ -69,6 +71,7 @@ void add_logits_command(CLI::App& app) {
   cmd->add_option("--tokens", f->tokens, "Comma-separated token ids, e.g. 1,17,250");
   cmd->add_option("--text", f->text, "Text to tokenize instead of --tokens (special tokens are parsed)");
   cmd->add_option("-o,--output", f->out, "Write a [tokens, vocab] float32 .npy file instead of text rows");
+  cmd->add_flag("--last", f->last, "Only the last position's logits (a prompt's next-token distribution)");
   cmd->callback([mf, f] { run(*mf, *f); });
 }
 

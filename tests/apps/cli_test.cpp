@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "testing/data_paths.h"
 
@@ -111,6 +114,32 @@ TEST(Cli, LogitsWritesNpy) {
   EXPECT_NE(bytes.find("'shape': (3,512,)"), std::string::npos);
   EXPECT_EQ(bytes.size() % 64, (3 * 512 * 4) % 64);
   EXPECT_EQ(bytes.size() - 3 * 512 * 4, 128u);  // header padded to 64 bytes
+}
+
+TEST(Cli, LogitsLastIsTheLastRow) {
+  const std::string model = stories("stories260K.bin");
+  if (model.empty()) GTEST_SKIP() << "stories260K not found";
+  const Result all = run("logits --device cpu -m " + model + " --tokens 1,403,407");
+  const Result last = run("logits --device cpu -m " + model + " --tokens 1,403,407 --last");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  auto rows = [](const std::string& text) {
+    std::vector<std::vector<double>> r;
+    std::stringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      std::stringstream values(line);
+      r.emplace_back();
+      for (double v; values >> v;) r.back().push_back(v);
+    }
+    return r;
+  };
+  const auto a = rows(all.out), b = rows(last.out);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_EQ(b[0].size(), 1u + 512);
+  EXPECT_EQ(b[0][0], 407);  // the row's token id, then its logits
+  // The head runs as a GEMV instead of a GEMM row: the same sums up to rounding.
+  for (size_t i = 1; i < b[0].size(); ++i) EXPECT_NEAR(b[0][i], a[2][i], 1e-4 * (1 + std::abs(a[2][i]))) << i;
 }
 
 }  // namespace
