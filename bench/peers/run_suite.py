@@ -120,7 +120,8 @@ def table(results, peers):
         lines.append("")
     lines += ["**Greedy tokens** (leading tokens equal to flashsvd's, of 16; ✓: at least "
               f"{MUST_MATCH}; ≈: fewer, but the peer's token was within {NEAR_TIE} of the logits' RMS of "
-              "flashsvd's there, a bf16 near-tie; the gap is shown)", "", "| model | prompt/gen | " + " | ".join(PEER_NAMES[p] for p in peers) + " |",
+              "flashsvd's there, a bf16 near-tie; the gap is shown)", "",
+              "| model | prompt/gen | " + " | ".join(PEER_NAMES[p] for p in peers) + " |",
               "|" + "---|" * (2 + len(peers))]
     for r in results:
         cells = [r["model"], f"{r['prompt']}/{r['gen']}"]
@@ -131,7 +132,8 @@ def table(results, peers):
                 continue
             d = m.get("divergence")
             mark = "✓" if m["ok"] else "≈" if m.get("near_tie") else "✗"
-            cells.append(f"{m['length']}/{m['of']} {mark}" + (f" (gap {d['gap_over_rms']:.3f})" if d and not m["ok"] else ""))
+            gap = f" (gap {d['gap_over_rms']:.3f})" if d and not m["ok"] else ""
+            cells.append(f"{m['length']}/{m['of']} {mark}{gap}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
