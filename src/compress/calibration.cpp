@@ -16,7 +16,7 @@ int64_t linear_input_dim(const ModelConfig& c, LinearInput input) {
   switch (input) {
     case LinearInput::Qkv:
     case LinearInput::GateUp: return c.hidden;
-    case LinearInput::O: return int64_t{c.n_heads} * c.head_dim;
+    case LinearInput::O: return c.q_dim();
     case LinearInput::Down: return c.intermediate;
   }
   return 0;

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/read_file.h"
 #include "families/config_json.h"
 #include "families/hf_config.h"
 #include "families/loading.h"
@@ -133,8 +132,7 @@ std::string basis_sharing_mismatch(const std::string& path) {
 Model load_basis_sharing(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
   const json config = read_json_file(config_path);
-  const HfConfig hf = parse_hf_config(read_file(config_path), config_path);
-  check(hf.model_type == "llama", config_path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
+  const HfConfig hf = read_llama_config(config_path);
   const TorchShards shards(dir);
   Model m;
   m.family = "basis_sharing";
@@ -142,7 +140,7 @@ Model load_basis_sharing(const std::string& dir) {
   m.config = hf.model;
   const ModelConfig& c = m.config;
   const int64_t d = c.hidden, f = c.intermediate;
-  const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q_out = c.q_dim(), kv_out = c.kv_dim();
   const std::map<std::string, std::pair<int64_t, int64_t>> dims = {  // out, in
       {"q", {q_out, d}}, {"k", {kv_out, d}}, {"v", {kv_out, d}}, {"o", {d, q_out}},
       {"gate", {f, d}},  {"up", {f, d}},     {"down", {d, f}}};

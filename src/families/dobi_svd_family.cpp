@@ -6,7 +6,6 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
-#include "core/read_file.h"
 #include "families/dobi_codes.h"
 #include "families/hf_config.h"
 #include "families/loading.h"
@@ -33,7 +32,7 @@ struct Proj {
 };
 std::vector<Proj> projections(const ModelConfig& c) {
   const int64_t d = c.hidden, f = c.intermediate;
-  const int64_t q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q = c.q_dim(), kv = c.kv_dim();
   return {{"self_attn.q_proj", &Layer::q, q, d},  {"self_attn.k_proj", &Layer::k, kv, d},
           {"self_attn.v_proj", &Layer::v, kv, d}, {"self_attn.o_proj", &Layer::o, d, q},
           {"mlp.gate_proj", &Layer::gate, f, d},  {"mlp.up_proj", &Layer::up, f, d},
@@ -44,12 +43,6 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
-}
-
-HfConfig read_llama_config(const std::string& path) {
-  const HfConfig hf = parse_hf_config(read_file(path), path);
-  check(hf.model_type == "llama", path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
-  return hf;
 }
 
 // ---------------------------------------------------------------- remapping form

@@ -149,7 +149,7 @@ Model gguf_to_model(const GgufFile& f) {
 
   const ModelConfig& c = m.config;
   const int64_t d = c.hidden, ff = c.intermediate, V = c.vocab;
-  const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q_out = c.q_dim(), kv_out = c.kv_dim();
   m.embed = t.take("token_embd.weight", {V, d});
   m.final_norm = t.take("output_norm.weight", {d});
   m.lm_head.first = c.tied_embeddings ? m.embed : t.take("output.weight", {V, d});

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "families/config_json.h"
 
 namespace fsvd {
@@ -160,6 +161,12 @@ HfConfig parse_hf_config(const std::string& json_text, const std::string& where)
   check(c.max_seq > 0, where, "max_position_embeddings must be positive, got ", c.max_seq);
   c.validate(where);
   return out;
+}
+
+HfConfig read_llama_config(const std::string& path) {
+  const HfConfig hf = parse_hf_config(read_file(path), path);
+  check(hf.model_type == "llama", path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
+  return hf;
 }
 
 }  // namespace fsvd

@@ -55,7 +55,7 @@ Model load_hf(const std::string& dir) {
   m.config = hf.model;
   const ModelConfig& c = m.config;
   const int64_t d = c.hidden, f = c.intermediate;
-  const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q_out = c.q_dim(), kv_out = c.kv_dim();
 
   TensorTaker t(
       weights.names(), [&](const std::string& name) { return weights.load_f32(name); }, weights.where());

@@ -23,7 +23,7 @@ using nlohmann::json;
 
 // Output dimension of each layer linear, in kLinearNames order.
 std::array<int64_t, 7> linear_outs(const ModelConfig& c) {
-  const int64_t q = int64_t{c.n_heads} * c.head_dim, kv = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q = c.q_dim(), kv = c.kv_dim();
   return {q, kv, kv, c.hidden, c.intermediate, c.intermediate, c.hidden};
 }
 

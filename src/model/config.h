@@ -27,6 +27,10 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   bool tied_embeddings = false;
 
+  // Widths of the attention projections' outputs: q (and o's input), k and v.
+  int64_t q_dim() const { return int64_t{n_heads} * head_dim; }
+  int64_t kv_dim() const { return int64_t{n_kv_heads} * head_dim; }
+
   // Throws Error(where, ...) if the numbers are inconsistent or out of range.
   void validate(const std::string& where) const;
 };

@@ -21,7 +21,7 @@ void Model::validate() const {
   lm_head.validate(c.vocab, c.hidden, source + ": lm_head");
   check(static_cast<int>(layers.size()) == c.n_layers, source, "has ", layers.size(),
         " layers, config says ", c.n_layers);
-  const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q_out = c.q_dim(), kv_out = c.kv_dim();
   for (size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
     const std::string at = source + ": layer " + std::to_string(i) + " ";

@@ -111,7 +111,7 @@ Model make_synthetic_model(const SyntheticSpec& spec) {
   m.lm_head.first = c.tied_embeddings
                         ? m.embed
                         : synthetic_tensor(spec, kSyntheticLmHead, {c.vocab, c.hidden}, synthetic_scale(c.hidden));
-  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const int64_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
   for (int i = 0; i < c.n_layers; ++i) {
     Layer& l = m.layers.emplace_back();
     l.attn_norm = synthetic_tensor(spec, synthetic_tensor_id(i, SyntheticWeight::attn_norm, 0), {c.hidden},

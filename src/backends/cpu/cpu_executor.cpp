@@ -20,8 +20,8 @@ CpuExecutor::CpuExecutor(const Model& model, int context, int threads)
   const ModelConfig& c = model.config;
   model.validate_packed("building an executor");
   check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
-  q_dim_ = int64_t{c.n_heads} * c.head_dim;
-  kv_dim_ = int64_t{c.n_kv_heads} * c.head_dim;
+  q_dim_ = c.q_dim();
+  kv_dim_ = c.kv_dim();
   inv_freq_.resize(c.head_dim / 2);
   rope_inv_freq(c, inv_freq_.data());
   const int64_t cache = int64_t{c.n_layers} * context * kv_dim_;
