@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "testing/data_paths.h"
+#include "testing/temp_path.h"
 
 namespace fsvd {
 namespace {
@@ -32,7 +33,7 @@ std::string slurp(const std::string& path) {
 }
 
 Result run(const std::string& args) {
-  const fs::path dir = fs::temp_directory_path() / ("flashsvd_cli_" + std::to_string(::getpid()));
+  const fs::path dir = test::unique_temp_path("flashsvd_cli");
   fs::create_directories(dir);
   const std::string out = (dir / "out").string(), err = (dir / "err").string();
   const std::string cmd = std::string(FLASHSVD_BINARY) + " " + args + " >" + out + " 2>" + err;
@@ -67,7 +68,7 @@ TEST(Cli, MissingModelFileIsNamed) {
 TEST(Cli, TruncatedModelIsAClearError) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
-  const fs::path cut = fs::temp_directory_path() / "flashsvd_truncated_stories.bin";
+  const fs::path cut = test::unique_temp_path("flashsvd_truncated_stories") + ".bin";
   const std::string bytes = slurp(model);
   std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
   const Result r = run("info -m " + cut.string() + " --family llama2c");
@@ -104,7 +105,7 @@ TEST(Cli, InfoJsonDescribesEveryLinear) {
 TEST(Cli, LogitsWritesNpy) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
-  const fs::path npy = fs::temp_directory_path() / "flashsvd_cli_logits.npy";
+  const fs::path npy = test::unique_temp_path("flashsvd_cli_logits") + ".npy";
   const Result r = run("logits -m " + model + " --tokens 1,403,407 -o " + npy.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string bytes = slurp(npy.string());

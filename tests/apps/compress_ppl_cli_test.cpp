@@ -1,6 +1,5 @@
 // `flashsvd compress` and `flashsvd ppl` as a user runs them.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +9,7 @@
 
 #include "testing/cli_run.h"
 #include "testing/data_paths.h"
+#include "testing/temp_path.h"
 
 namespace fsvd {
 namespace {
@@ -24,7 +24,7 @@ class CompressPplCli : public ::testing::Test {
     tok_ = testing::shared_data("models/stories260K/tok512.bin");
     text_ = testing::shared_data("text/tinystories_val_head.txt");
     if (model_.empty() || tok_.empty() || text_.empty()) GTEST_SKIP() << "stories260K or TinyStories text not found";
-    out_ = fs::temp_directory_path() / ("flashsvd_compress_cli_" + std::to_string(::getpid()));
+    out_ = test::unique_temp_path("flashsvd_compress_cli");
   }
   void TearDown() override {
     if (!out_.empty()) fs::remove_all(out_);
@@ -55,7 +55,7 @@ TEST_F(CompressPplCli, PplPrintsALineOrJson) {
 // The CPU runtime with its KV cache decodes exactly what the cache-free
 // fp32 reference decodes.
 TEST_F(CompressPplCli, FidelityOfTheCpuRuntimeIsExact) {
-  const fs::path prompts = fs::temp_directory_path() / ("flashsvd_prompts_" + std::to_string(::getpid()));
+  const fs::path prompts = test::unique_temp_path("flashsvd_prompts");
   std::ofstream(prompts) << "Once upon a time\n\nThe little dog\n";
   const testing::CliResult r =
       run_cli("fidelity -m " + model_ + " --tokenizer " + tok_ + " --prompts " + prompts.string() + " -n 8 --device cpu --json");
@@ -73,7 +73,7 @@ TEST_F(CompressPplCli, PplErrorsAreClear) {
   const testing::CliResult missing = run_cli("ppl -m " + model_ + " --tokenizer " + tok_ + " --text /nonexistent.txt");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/nonexistent.txt"), std::string::npos) << missing.err;
-  const fs::path tiny = fs::temp_directory_path() / "flashsvd_ppl_tiny.txt";
+  const fs::path tiny = test::unique_temp_path("flashsvd_ppl_tiny") + ".txt";
   { std::ofstream(tiny) << "Once upon a time"; }
   const testing::CliResult short_text =
       run_cli("ppl -m " + model_ + " --tokenizer " + tok_ + " --text " + tiny.string() + " --ctx 64");

@@ -1,11 +1,12 @@
 #include "family_test_util.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include "testing/temp_path.h"
 
 namespace fsvd::test {
 
@@ -139,8 +140,7 @@ ByteVec llama2c_bytes(const Model& m, int version) {
 }
 
 TempDir::TempDir(const std::string& stem) {
-  static int counter = 0;
-  path_ = ::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  path_ = unique_temp_path(stem);
   fs::remove_all(path_);
   fs::create_directories(path_);
 }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "testing/fails_with.h"
+#include "testing/temp_path.h"
 
 namespace fsvd {
 namespace {
@@ -32,7 +33,7 @@ Bytes random_bytes(size_t n, uint32_t seed) {
 
 // Writes the entries with minizip's own writer and returns the archive bytes.
 Bytes make_zip(const std::vector<TestEntry>& entries) {
-  const std::string path = ::testing::TempDir() + "/zip_archive_test.zip";
+  const std::string path = test::unique_temp_path("zip_archive_test") + ".zip";
   zipFile zf = zipOpen64(path.c_str(), APPEND_STATUS_CREATE);
   EXPECT_NE(zf, nullptr);
   for (const auto& e : entries) {
@@ -47,6 +48,7 @@ Bytes make_zip(const std::vector<TestEntry>& entries) {
   std::ifstream f(path, std::ios::binary);
   Bytes out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::filesystem::remove(path);
+  EXPECT_FALSE(out.empty()) << path;
   return out;
 }
 

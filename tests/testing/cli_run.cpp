@@ -1,12 +1,13 @@
 #include "testing/cli_run.h"
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "testing/temp_path.h"
 
 namespace fsvd::testing {
 
@@ -20,7 +21,7 @@ static std::string slurp(const fs::path& path) {
 }
 
 CliResult run_cli(const std::string& args) {
-  const fs::path dir = fs::temp_directory_path() / ("flashsvd_run_cli_" + std::to_string(::getpid()));
+  const fs::path dir = test::unique_temp_path("flashsvd_run_cli");
   fs::create_directories(dir);
   const std::string cmd = std::string(FLASHSVD_BINARY) + " " + args + " >" + (dir / "out").string() + " 2>" +
                           (dir / "err").string();

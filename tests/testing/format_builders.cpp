@@ -1,9 +1,8 @@
 #include "testing/format_builders.h"
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <fstream>
+
+#include "testing/temp_path.h"
 
 namespace fsvd::test {
 
@@ -85,9 +84,7 @@ ByteVec build_safetensors_raw(const std::string& header, const ByteVec& data) {
 }
 
 std::string write_temp_file(const std::string& stem, const ByteVec& bytes) {
-  static int counter = 0;
-  const std::string path =
-      ::testing::TempDir() + stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string path = unique_temp_path(stem);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return path;
 }

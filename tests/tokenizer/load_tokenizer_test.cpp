@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "tokenizer_test_util.h"
+#include "testing/temp_path.h"
 
 namespace fsvd {
 namespace {
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 class LoadTokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fsvd_tok_" + std::to_string(::getpid()));
+    dir_ = test::unique_temp_path("fsvd_tok");
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
