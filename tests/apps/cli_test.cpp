@@ -1,7 +1,6 @@
 // The flashsvd binary as a user runs it: output streams, exit codes, and
 // clear errors for bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -12,55 +11,36 @@
 #include <string>
 #include <vector>
 
+#include "testing/cli_run.h"
 #include "testing/data_paths.h"
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result run(const std::string& args) {
-  const fs::path dir = test::unique_temp_path("flashsvd_cli");
-  fs::create_directories(dir);
-  const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  const std::string cmd = std::string(FLASHSVD_BINARY) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-  fs::remove_all(dir);
-  return r;
-}
+using test::read_file;
+using testing::run_cli;
 
 std::string stories(const char* file) { return testing::shared_data(std::string("models/stories260K/") + file); }
 
 TEST(Cli, UnknownFlagIsRejected) {
-  const Result r = run("generate --no-such-flag");
+  const testing::CliResult r = run_cli("generate --no-such-flag");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("no-such-flag"), std::string::npos) << r.err;
 }
 
 TEST(Cli, NonsenseValuesAreRejected) {
-  EXPECT_NE(run("generate -n -5 -m x").exit_code, 0);
-  EXPECT_NE(run("generate --top-p 7 -m x").exit_code, 0);
-  EXPECT_NE(run("generate --device gpu -m x").exit_code, 0);
-  const Result r = run("logits -m x --tokens 1,two,3");
+  EXPECT_NE(run_cli("generate -n -5 -m x").exit_code, 0);
+  EXPECT_NE(run_cli("generate --top-p 7 -m x").exit_code, 0);
+  EXPECT_NE(run_cli("generate --device gpu -m x").exit_code, 0);
+  const testing::CliResult r = run_cli("logits -m x --tokens 1,two,3");
   EXPECT_NE(r.exit_code, 0);
 }
 
 TEST(Cli, MissingModelFileIsNamed) {
-  const Result r = run("info -m /nonexistent/model.gguf");
+  const testing::CliResult r = run_cli("info -m /nonexistent/model.gguf");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("/nonexistent/model.gguf"), std::string::npos) << r.err;
 }
@@ -69,9 +49,9 @@ TEST(Cli, TruncatedModelIsAClearError) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
   const fs::path cut = test::unique_temp_path("flashsvd_truncated_stories") + ".bin";
-  const std::string bytes = slurp(model);
+  const std::string bytes = read_file(model);
   std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
-  const Result r = run("info -m " + cut.string() + " --family llama2c");
+  const testing::CliResult r = run_cli("info -m " + cut.string() + " --family llama2c");
   fs::remove(cut);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(cut.string()), std::string::npos) << r.err;
@@ -80,9 +60,9 @@ TEST(Cli, TruncatedModelIsAClearError) {
 TEST(Cli, GenerateStreamsUpstreamGreedyText) {
   const std::string model = stories("stories260K.bin"), tok = stories("tok512.bin");
   if (model.empty() || tok.empty()) GTEST_SKIP() << "stories260K not found";
-  const Result r = run("generate -m " + model + " --tokenizer " + tok + " -n 200");
+  const testing::CliResult r = run_cli("generate -m " + model + " --tokenizer " + tok + " -n 200");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string expected = slurp(stories("greedy_bos_256.txt"));
+  const std::string expected = read_file(stories("greedy_bos_256.txt"));
   ASSERT_FALSE(r.out.empty());
   const std::string text = r.out.substr(0, r.out.size() - 1);  // a final newline ends the stream
   EXPECT_EQ(text, expected.substr(0, text.size()));
@@ -92,7 +72,7 @@ TEST(Cli, GenerateStreamsUpstreamGreedyText) {
 TEST(Cli, InfoJsonDescribesEveryLinear) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
-  const Result r = run("info --json -m " + model);
+  const testing::CliResult r = run_cli("info --json -m " + model);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["config"]["layers"], 5);
@@ -106,9 +86,9 @@ TEST(Cli, LogitsWritesNpy) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
   const fs::path npy = test::unique_temp_path("flashsvd_cli_logits") + ".npy";
-  const Result r = run("logits -m " + model + " --tokens 1,403,407 -o " + npy.string());
+  const testing::CliResult r = run_cli("logits -m " + model + " --tokens 1,403,407 -o " + npy.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string bytes = slurp(npy.string());
+  const std::string bytes = read_file(npy.string());
   fs::remove(npy);
   ASSERT_GE(bytes.size(), 128u);
   EXPECT_EQ(bytes.substr(1, 5), "NUMPY");
@@ -120,8 +100,8 @@ TEST(Cli, LogitsWritesNpy) {
 TEST(Cli, LogitsLastIsTheLastRow) {
   const std::string model = stories("stories260K.bin");
   if (model.empty()) GTEST_SKIP() << "stories260K not found";
-  const Result all = run("logits --device cpu -m " + model + " --tokens 1,403,407");
-  const Result last = run("logits --device cpu -m " + model + " --tokens 1,403,407 --last");
+  const testing::CliResult all = run_cli("logits --device cpu -m " + model + " --tokens 1,403,407");
+  const testing::CliResult last = run_cli("logits --device cpu -m " + model + " --tokens 1,403,407 --last");
   ASSERT_EQ(all.exit_code, 0) << all.err;
   ASSERT_EQ(last.exit_code, 0) << last.err;
   auto rows = [](const std::string& text) {

@@ -9,7 +9,7 @@
 
 #include "testing/cli_run.h"
 #include "testing/data_paths.h"
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {

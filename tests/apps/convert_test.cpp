@@ -3,14 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "families/family_test_util.h"
 #include "families/native_family.h"
 #include "testing/cli_run.h"
 #include "testing/data_paths.h"
 #include "testing/random_model.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {
@@ -18,12 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_file;
 
 std::string stories(const char* file) { return testing::shared_data(std::string("models/stories260K/") + file); }
 
@@ -49,7 +43,7 @@ TEST_F(ConvertStories, ConvertedModelGeneratesAndScoresIdentically) {
   // No --tokenizer needed any more; the greedy text is upstream's.
   const auto gen = run_cli("generate -m " + out + " -n 200 --device cpu");
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  const std::string expected = slurp(stories("greedy_bos_256.txt"));
+  const std::string expected = read_file(stories("greedy_bos_256.txt"));
   ASSERT_FALSE(gen.out.empty());
   const std::string text = gen.out.substr(0, gen.out.size() - 1);
   EXPECT_EQ(text, expected.substr(0, text.size()));
@@ -59,7 +53,7 @@ TEST_F(ConvertStories, ConvertedModelGeneratesAndScoresIdentically) {
   const std::string a = dir_.file("a.npy"), b = dir_.file("b.npy");
   ASSERT_EQ(run_cli("logits --device cpu -m " + model_ + " --tokens 1,403,407,9,300 -o " + a).exit_code, 0);
   ASSERT_EQ(run_cli("logits --device cpu -m " + out + " --tokens 1,403,407,9,300 -o " + b).exit_code, 0);
-  EXPECT_EQ(slurp(a), slurp(b));
+  EXPECT_EQ(read_file(a), read_file(b));
 
   const auto info = run_cli("info -m " + out);
   ASSERT_EQ(info.exit_code, 0) << info.err;
@@ -83,7 +77,7 @@ TEST_F(ConvertStories, RefusesToOverwriteWithoutForce) {
   const auto forced = run_cli("convert -m " + model_ + " -o " + out + " --force");
   ASSERT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_NE(forced.err.find("carries no tokenizer; pass --tokenizer"), std::string::npos) << forced.err;
-  EXPECT_EQ(slurp(out + "/notes.txt"), "mine") << "files that are not the model's stay";
+  EXPECT_EQ(read_file(out + "/notes.txt"), "mine") << "files that are not the model's stay";
   EXPECT_EQ(run_cli("convert -m " + model_ + " -o " + out + " --force --dtype bf16").exit_code, 0);
   EXPECT_LT(fs::file_size(out + "/model.safetensors"), 600'000u) << "bf16 halves the 1 MB of fp32 weights";
   const auto info = run_cli("info --json -m " + out);

@@ -2,8 +2,6 @@
 // upstream's greedy output and the known NLL from shared/data/README.md.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "backends/cpu/cpu_executor.h"
 #include "eval/nll.h"
@@ -11,16 +9,12 @@
 #include "runtime/generate.h"
 #include "testing/data_paths.h"
 #include "tokenizer/load_tokenizer.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_file;
 
 class Stories260K : public ::testing::Test {
  protected:

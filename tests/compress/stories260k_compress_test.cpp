@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include "backends/cpu/cpu_executor.h"
 #include "compress/calibration.h"
@@ -13,6 +11,7 @@
 #include "families/load.h"
 #include "testing/data_paths.h"
 #include "tokenizer/load_tokenizer.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {
@@ -30,11 +29,9 @@ class Stories260KCompress : public ::testing::Test {
     if (model.empty() || tok.empty() || text.empty()) GTEST_SKIP() << "stories260K or TinyStories text not found";
     dense_ = load_model(model);
     const auto tokenizer = load_tokenizer(model, tok);
-    std::ifstream in(text, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    eval_ = tokenizer->encode(ss.str(), tokenizer->adds_bos());
-    calibration_ = calibration_tokens(*tokenizer, ss.str(), kCalibTokens);
+    const std::string text_bytes = test::read_file(text);
+    eval_ = tokenizer->encode(text_bytes, tokenizer->adds_bos());
+    calibration_ = calibration_tokens(*tokenizer, text_bytes, kCalibTokens);
     // The evaluated head and the calibration tail must not overlap.
     ASSERT_LE(kEvalWindows * kWindow + kCalibTokens, static_cast<int64_t>(eval_.size()));
   }

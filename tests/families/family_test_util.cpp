@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd::test {
 

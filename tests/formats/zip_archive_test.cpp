@@ -10,7 +10,7 @@
 #include <random>
 
 #include "testing/fails_with.h"
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {

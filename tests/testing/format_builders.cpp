@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd::test {
 

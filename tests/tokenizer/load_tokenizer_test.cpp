@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "tokenizer_test_util.h"
-#include "testing/temp_path.h"
+#include "testing/files.h"
 
 namespace fsvd {
 namespace {

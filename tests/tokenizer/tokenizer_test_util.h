@@ -1,24 +1,18 @@
 #pragma once
 // Shared by the tokenizer tests: reading fixtures, random text.
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "testing/data_paths.h"
+#include "testing/files.h"
 
 namespace fsvd::testing {
 
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using test::read_file;
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
