@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "families/config_json.h"
 #include "families/hf_config.h"
 #include "families/loading.h"
@@ -131,8 +132,9 @@ std::string basis_sharing_mismatch(const std::string& path) {
 
 Model load_basis_sharing(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  const json config = read_json_file(config_path);
-  const HfConfig hf = read_llama_config(config_path);
+  const std::string config_text = read_file(config_path);  // read once: the group keys and the model shape
+  const json config = parse_json(config_text, config_path);
+  const HfConfig hf = parse_llama_config(config_text, config_path);
   const TorchShards shards(dir);
   Model m;
   m.family = "basis_sharing";

@@ -163,10 +163,12 @@ HfConfig parse_hf_config(const std::string& json_text, const std::string& where)
   return out;
 }
 
-HfConfig read_llama_config(const std::string& path) {
-  const HfConfig hf = parse_hf_config(read_file(path), path);
-  check(hf.model_type == "llama", path, "model_type '", hf.model_type, "' is not supported (supported: llama)");
+HfConfig parse_llama_config(const std::string& json_text, const std::string& where) {
+  const HfConfig hf = parse_hf_config(json_text, where);
+  check(hf.model_type == "llama", where, "model_type '", hf.model_type, "' is not supported (supported: llama)");
   return hf;
 }
+
+HfConfig read_llama_config(const std::string& path) { return parse_llama_config(read_file(path), path); }
 
 }  // namespace fsvd

@@ -21,8 +21,10 @@ struct HfConfig {
 // keys, wrong value types, unsupported settings and inconsistent numbers.
 HfConfig parse_hf_config(const std::string& json_text, const std::string& where);
 
-// The config.json at `path` of a factorized LLaMA checkpoint: model_type
-// must be "llama" (the families whose loaders know only that layout).
+// A factorized LLaMA checkpoint's config.json: model_type must be "llama"
+// (the families whose loaders know only that layout).
+HfConfig parse_llama_config(const std::string& json_text, const std::string& where);
+// The same, read from the file at `path`.
 HfConfig read_llama_config(const std::string& path);
 
 }  // namespace fsvd
