@@ -18,30 +18,14 @@ namespace {
 constexpr const char* kWhere = "CudaExecutor";
 constexpr int64_t kMaxNormCols = 8192;  // rmsnorm_gemv's limit on its input width
 
-// The output of one part of a packed projection: its slice of the packed
-// first-factor output when dense, else the second factor applied to that
-// slice into `scratch`; the bias is added in place either way.
-float* part_output(const DevicePacked::Part& part, float* packed_out, float* scratch, GemvConfig cfg,
-                   cudaStream_t stream) {
-  float* out = packed_out + part.offset;
-  int64_t n = part.rows;
-  if (part.second.data) {
-    gemv(part.second, DeviceVec::f32(out), scratch, stream, cfg);
-    out = scratch;
-    n = part.second.rows;
-  }
-  if (part.bias) add_bias(out, n, part.bias, 1, n, stream);
-  return out;
-}
-
 // y += linear(x); `rank` holds the rank-space vector of a low-rank linear.
-void linear_residual(const DeviceLinear& l, const float* x, float* rank, float* y, GemvConfig cfg,
+void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, GemvConfig cfg,
                      cudaStream_t stream) {
   if (l.low_rank()) {
-    gemv(l.first, DeviceVec::f32(x), rank, stream, cfg);
+    gemv(l.first, x, rank, stream, cfg);
     gemv_residual(l.second, DeviceVec::f32(rank), y, stream, cfg);
   } else {
-    gemv_residual(l.first, DeviceVec::f32(x), y, stream, cfg);
+    gemv_residual(l.first, x, y, stream, cfg);
   }
   if (l.bias) add_bias(y, l.out(), l.bias, 1, l.out(), stream);
 }
@@ -176,6 +160,30 @@ void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, float*
                  stream, gemv_config());
 }
 
+void CudaExecutor::packed_second(const DevicePacked& p, float* packed_out, float* const* scratch,
+                                 float** outputs, cudaStream_t stream) {
+  GemvGroup groups[kMaxGemvGroups];
+  int count = 0;
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    const DevicePacked::Part& part = p.parts[i];
+    outputs[i] = packed_out + part.offset;
+    if (part.second.data) {
+      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), scratch[i]};
+      outputs[i] = scratch[i];
+    }
+  }
+  if (options_.pack) {
+    if (count > 0) gemv_grouped(groups, count, stream, gemv_config());
+  } else {
+    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, stream, gemv_config());
+  }
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    const DevicePacked::Part& part = p.parts[i];
+    const int64_t n = part.second.data ? part.second.rows : part.rows;
+    if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
+  }
+}
+
 KvCacheLayer CudaExecutor::layer_cache(int layer) const {
   const ElementType type = weights_->type();
   const int64_t offset = int64_t{layer} * context_ * config_.n_kv_heads * config_.head_dim * element_bytes(type);
@@ -183,37 +191,15 @@ KvCacheLayer CudaExecutor::layer_cache(int layer) const {
 }
 
 void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
-  const ModelConfig& c = config_;
   const DeviceLayer& l = weights_->layers()[index];
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), the parts' second factors, then RoPE, cache append and attention.
   const GemvConfig cfg = gemv_config();
   packed_first(l.qkv, l.attn_norm, qkv_.data(), stream);
-  // The low-rank parts' second factors in one grouped launch; a dense part's
-  // output is its slice of the packed output.
-  float* outputs[3];
-  float* scratch[3] = {q_.data(), k_.data(), v_.data()};
-  GemvGroup groups[3];
-  int count = 0;
-  for (int i = 0; i < 3; ++i) {
-    const DevicePacked::Part& part = l.qkv.parts[i];
-    outputs[i] = qkv_.data() + part.offset;
-    if (part.second.data) {
-      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), scratch[i]};
-      outputs[i] = scratch[i];
-    }
-  }
-  if (options_.pack) {
-    if (count > 0) gemv_grouped(groups, count, stream, cfg);
-  } else {
-    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, stream, cfg);
-  }
-  for (int i = 0; i < 3; ++i) {
-    const DevicePacked::Part& part = l.qkv.parts[i];
-    const int64_t n = part.second.data ? part.second.rows : part.rows;
-    if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
-  }
+  float* qkv[3];
+  float* const qkv_scratch[3] = {q_.data(), k_.data(), v_.data()};
+  packed_second(l.qkv, qkv_.data(), qkv_scratch, qkv, stream);
   KvCacheLayer cache;
   if (lowrank_kv_) {
     // Append the token's rank-space k and v, rebuild the whole context (the
@@ -225,24 +211,18 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   } else {
     cache = layer_cache(index);
   }
-  decode_attention(outputs[0], outputs[1], outputs[2], inv_freq_.data(), cache, pos_.data(), heads_,
+  decode_attention(qkv[0], qkv[1], qkv[2], inv_freq_.data(), cache, pos_.data(), heads_,
                    attention_work_.data(), attention_work_.size(), att_.data(), stream, options_.pdl);
-  linear_residual(l.o, att_.data(), rank_.data(), x_.data(), cfg, stream);
+  linear_residual(l.o, DeviceVec::f32(att_.data()), rank_.data(), x_.data(), cfg, stream);
 
-  // MLP block: packed gate|up first factors (RMSNorm fused), silu(gate)·up,
-  // down added to the residual.
+  // MLP block: packed gate|up first factors (RMSNorm fused), their second
+  // factors, and down (its input silu(gate)·up formed as it is staged) added
+  // to the residual.
   packed_first(l.gate_up, l.mlp_norm, gate_up_.data(), stream);
-  const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-  if (l.gate_up_second.data) {
-    gemv_silu_mul(l.gate_up_second, DeviceVec::f32(gate_up_.data() + gate.offset),
-                  DeviceVec::f32(gate_up_.data() + up.offset), gate_.data(), stream, cfg);
-  } else {
-    const float* g = part_output(gate, gate_up_.data(), gate_.data(), cfg, stream);
-    const float* u = part_output(up, gate_up_.data(), up_.data(), cfg, stream);
-    silu_mul(g, c.intermediate, u, c.intermediate, ElementType::F32, 1, c.intermediate, gate_.data(),
-             ElementType::F32, stream);
-  }
-  linear_residual(l.down, gate_.data(), rank_.data(), x_.data(), cfg, stream);
+  float* gate_up[2];
+  float* const gate_up_scratch[2] = {gate_.data(), up_.data()};
+  packed_second(l.gate_up, gate_up_.data(), gate_up_scratch, gate_up, stream);
+  linear_residual(l.down, DeviceVec::silu_mul(gate_up[0], gate_up[1]), rank_.data(), x_.data(), cfg, stream);
 }
 
 void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {

@@ -80,6 +80,12 @@ class CudaExecutor : public Executor {
   void enqueue_layer(int index, cudaStream_t stream);
   // y = rmsnorm(x) through p's first factors (packed, or part by part).
   void packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream);
+  // The parts' outputs of a packed projection whose first factors wrote
+  // packed_out: a dense part's slice of it, or its second factor applied to
+  // that slice into scratch[i] (all parts in one grouped launch when
+  // packing), each with its bias added.
+  void packed_second(const DevicePacked& p, float* packed_out, float* const* scratch, float** outputs,
+                     cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
   void capture_graphs(std::vector<cudaGraphExec_t>& graphs);
   // One token through the decode step; its logits land in host_logits_, or,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "backends/cuda/gemm.h"
 #include "backends/cuda/synthetic_weights.h"
 #include "core/error.h"
 
@@ -22,6 +23,12 @@ void convert_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, Elem
       for (int64_t c = 0; c < cols; ++c) row[c] = f32_to_bf16(src[r * cols + c]);
     }
   }
+}
+
+// gate_up's parts as views of the halves of the stacked [gate; up] second factor.
+void view_stacked_seconds(DeviceLayer& d) {
+  const int64_t n = d.gate_up_second.rows / 2;
+  for (int64_t i = 0; i < 2; ++i) d.gate_up.parts[i].second = row_slice(d.gate_up_second, i * n, (i + 1) * n);
 }
 
 }  // namespace
@@ -117,14 +124,15 @@ DeviceModel::DeviceModel(const Model& model, ElementType type)
     d.mlp_norm = upload_vector(l.mlp_norm);
     d.qkv = upload_packed(l.qkv);
     const PackedLinear::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-    // Fused silu(gate)·up needs both second factors as one [gate; up] matrix;
-    // otherwise each part keeps its own upload.
+    // Second factors of one shape are stacked into one [gate; up] matrix (one
+    // batched prefill GEMM); otherwise each part keeps its own upload.
     if (!gate.second.empty() && !up.second.empty() && gate.second.shape() == up.second.shape() &&
         gate.bias.empty() && up.bias.empty()) {
       d.gate_up.first = upload_matrix(l.gate_up.first);
       for (const PackedLinear::Part* p : {&gate, &up})
         d.gate_up.parts.push_back({p->offset, p->rows, DeviceMatrix{}, nullptr});
       d.gate_up_second = upload_rows({&gate.second, &up.second}, round_up8(gate.second.dim(1)));
+      view_stacked_seconds(d);
     } else {
       d.gate_up = upload_packed(l.gate_up);
     }
@@ -204,6 +212,7 @@ DeviceModel::DeviceModel(const SyntheticSpec& spec, ElementType type)
       const float scale = synthetic_scale(mlp_rank);
       fill_matrix(d.gate_up_second, 0, c.intermediate, synthetic_tensor_id(i, W::gate, 1), scale);
       fill_matrix(d.gate_up_second, c.intermediate, c.intermediate, synthetic_tensor_id(i, W::up, 1), scale);
+      view_stacked_seconds(d);
     }
     d.o = synthetic_linear(spec, i, W::o, c.hidden, q_dim);
     d.down = synthetic_linear(spec, i, W::down, c.hidden, c.intermediate);

@@ -43,8 +43,9 @@ struct DeviceLayer {
   const float* attn_norm = nullptr;
   const float* mlp_norm = nullptr;
   DevicePacked qkv, gate_up;
-  // [gate second; up second] as one matrix when both are low-rank of one rank,
-  // so one gemv_silu_mul computes silu(gate)·up; empty otherwise.
+  // [gate second; up second] as one matrix when both are low-rank of one rank
+  // (gate_up's parts then view its halves), so prefill runs both as one
+  // batched GEMM; empty otherwise.
   DeviceMatrix gate_up_second;
   DeviceLinear o, down;
 };

@@ -7,7 +7,8 @@
 // The weight type is a template parameter of the one kernel body: it only
 // changes how a group unpacks, so bf16 compiles to the code tuned for it. The
 // slice of x lives in shared memory as fp32 (converted from bf16, times the
-// RMSNorm gain) and is shared by all rows of the tile. A warp issues the loads of kUnroll steps x
+// RMSNorm gain, or formed as silu(gate)·up) and is shared by all rows of the
+// tile. A warp issues the loads of kUnroll steps x
 // kRowsPerWarp rows before using any, and the first batch is issued before x
 // is staged, so the x prologue hides under the weight loads.
 //
@@ -17,9 +18,8 @@
 // after a cluster barrier each CTA adds up a share of the tile's outputs from
 // all slices, in slice order, through distributed shared memory. Against a
 // second pass or atomics into a zeroed buffer this needs no extra launch, no
-// workspace and no global-memory round trips, keeps results bitwise
-// reproducible, and serves the non-linear SiLU epilogue, which needs finished
-// sums. Clusters hold at most 8 CTAs (the portable limit), hence kMaxSplits.
+// workspace and no global-memory round trips and keeps results bitwise
+// reproducible. Clusters hold at most 8 CTAs (the portable limit), hence kMaxSplits.
 //
 // RMSNorm. y = W (x ⊙ g) / rms(x): every CTA stages all of x ⊙ g (a few KB
 // from L2), summing x^2 from the same loads, and applies the scalar 1 / rms(x)
@@ -33,6 +33,11 @@
 // most kMaxEarlyChunkBytes of each row: with longer CTAs (the 90 MB [11008, 4096])
 // the early CTAs land unevenly on the SMs and the call got 25% slower.
 // Triggering after the wait instead serializes the chain and lost everywhere.
+//
+// SiLU(gate)·up is formed while the down projection stages its input
+// (DeviceVec::silu_mul), not in an epilogue of the gate and up GEMVs: those
+// then run as a plain grouped launch (low rank) or are the packed first
+// factor itself (dense), and a dense MLP needs no SiLU launch in between.
 //
 // Grouped launches (gemv_grouped). Up to kMaxGemvGroups independent products
 // share one grid: it is the concatenation of each product's row tiles (times
@@ -60,10 +65,10 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kRowsPerWarp = 4;       // W rows per warp (2 outputs x gate/up for SiLU)
+constexpr int kRowsPerWarp = 4;       // W rows per warp
 constexpr int kUnroll = 2;            // warp steps whose loads are in flight together
 constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per lane
-constexpr int kMaxChunkCols = 4096;   // columns per slice: x of both SiLU halves in 32 KB of shared memory
+constexpr int kMaxChunkCols = 4096;   // columns per slice: its x in 16 KB of shared memory
 constexpr int kMaxSplits = 8;         // portable thread-block cluster size
 constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
 constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
@@ -71,7 +76,8 @@ constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 colum
 constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
-enum class Epilogue { Store, Add, SiluMul };
+enum class Epilogue { Store, Add };
+using XKind = DeviceVec::Kind;
 
 // One product of a launch.
 struct Operand {
@@ -83,7 +89,8 @@ struct Operand {
   int chunk_groups;  // groups per slice
   int slices;        // column slices holding columns (<= Params::splits)
   int first_cta;     // where this product's CTAs start in the grid (INT_MAX: unused entry)
-  const void* x[2];  // input of the first (gate) and second (up) half
+  const void* x;      // DeviceVec::data
+  const float* up;    // DeviceVec::up
   float* y;
 };
 
@@ -152,18 +159,24 @@ __device__ float block_sum(float v, float* scratch) {
   return total;
 }
 
-template <bool kXBf16>
-__device__ __forceinline__ float load_x(const void* x, int k) {
-  if constexpr (kXBf16)
+template <XKind kX>
+__device__ __forceinline__ float load_x(const void* x, const float* up, int k) {
+  if constexpr (kX == XKind::BF16) {
     return __bfloat162float(static_cast<const __nv_bfloat16*>(x)[k]);
-  else
+  } else if constexpr (kX == XKind::SiluMul) {
+    // Fast exp and division: expf's and IEEE division's longer sequences made
+    // the instance spill (the first weight batch is live while x is staged).
+    const float gate = static_cast<const float*>(x)[k];
+    return __fdividef(gate, 1.0f + __expf(-gate)) * up[k];
+  } else {
     return static_cast<const float*>(x)[k];
+  }
 }
 
 // xs[i] = x[k0 + i] (times gain when given) for i < n, zero past cols;
 // returns this thread's share of sum(x^2) over the values it loaded.
-template <bool kXBf16>
-__device__ float stage_x(const void* x, const float* gain, int k0, int n, int cols, float* xs) {
+template <XKind kX>
+__device__ float stage_x(const void* x, const float* up, const float* gain, int k0, int n, int cols, float* xs) {
   float ss = 0;
   for (int base = 0; base < n; base += kBatch * blockDim.x) {
     float v[kBatch], g[kBatch];
@@ -171,7 +184,7 @@ __device__ float stage_x(const void* x, const float* gain, int k0, int n, int co
     for (int m = 0; m < kBatch; ++m) {
       const int i = base + m * blockDim.x + threadIdx.x, k = k0 + i;
       const bool in = i < n && k < cols;
-      v[m] = in ? load_x<kXBf16>(x, k) : 0.0f;
+      v[m] = in ? load_x<kX>(x, up, k) : 0.0f;
       g[m] = in && gain != nullptr ? gain[k] : 1.0f;
     }
 #pragma unroll
@@ -185,14 +198,11 @@ __device__ float stage_x(const void* x, const float* gain, int k0, int n, int co
 }
 
 template <Epilogue kE>
-__device__ __forceinline__ void finish(float* y, int o, float a, float b) {
-  if constexpr (kE == Epilogue::Store) {
+__device__ __forceinline__ void finish(float* y, int o, float a) {
+  if constexpr (kE == Epilogue::Store)
     y[o] = a;
-  } else if constexpr (kE == Epilogue::Add) {
+  else
     y[o] += a;
-  } else {
-    y[o] = a / (1.0f + expf(-a)) * b;
-  }
 }
 
 // The product this CTA works on: the last whose first CTA it has reached.
@@ -207,13 +217,11 @@ __device__ __forceinline__ int find_operand(const Params& p) {
 
 // kGroups: how many entries of Params::op the launch may use (1, or
 // kMaxGemvGroups for gemv_grouped), so single GEMVs compile without the lookup.
-template <typename T, Epilogue kE, bool kXBf16, bool kNorm, int kGroups>
+template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups>
 __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarps)
     gemv_kernel(const __grid_constant__ Params p) {
   constexpr int kGroup = kGroupValues<T>;
-  constexpr int kParts = kE == Epilogue::SiluMul ? 2 : 1;
-  constexpr int kOuts = kRowsPerWarp / kParts;  // outputs per warp
-  extern __shared__ float4 smem_x4[];  // fp32 [kParts][chunk_cols], or [groups * kGroup] for the norm
+  extern __shared__ float4 smem_x4[];  // fp32 [chunk_cols], or [groups * kGroup] for the norm
   float* xs = reinterpret_cast<float*>(smem_x4);
   __shared__ float scratch[32];
   __shared__ float partials[kMaxWarps * kRowsPerWarp];  // split-K: this slice's sums, by warp and row
@@ -224,21 +232,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const unsigned block = blockIdx.x - (kGroups == 1 ? 0 : op.first_cta);  // within the product
   const int tile = block / p.splits, split = block % p.splits;  // split = rank in cluster
-  const int tile_outputs = warps * kOuts;
-  const int out0 = tile * tile_outputs + warp * kOuts;
+  const int tile_outputs = warps * kRowsPerWarp;
+  const int out0 = tile * tile_outputs + warp * kRowsPerWarp;
   const int g0 = split * op.chunk_groups;
   const int n_groups = min(op.chunk_groups, op.groups - g0);  // <= 0 for an idle slice
-  const int chunk_cols = op.chunk_groups * kGroup;
 
-  // Row j of this warp: output out0 + j % kOuts of half j / kOuts.
   const uint4* row[kRowsPerWarp];
   bool row_ok[kRowsPerWarp];
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) {
-    const int o = out0 + j % kOuts;
-    row_ok[j] = o < op.outputs;
-    const int64_t r = row_ok[j] ? o + int64_t{j / kOuts} * op.outputs : 0;
-    row[j] = op.w + r * op.ld_groups + g0;
+    row_ok[j] = out0 + j < op.outputs;
+    row[j] = op.w + (row_ok[j] ? out0 + j : 0) * op.ld_groups + g0;
   }
   uint4 wv[kUnroll][kRowsPerWarp];
   auto load_batch = [&](int step) {
@@ -260,12 +264,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
   // the norm all of it, since every CTA needs sum(x^2) over the whole vector.
   const float* xs_slice = kNorm ? xs + g0 * kGroup : xs;
   float ss = 0;
-  if constexpr (kNorm) {
-    ss = stage_x<false>(op.x[0], p.gain, 0, op.groups * kGroup, op.cols, xs);
-  } else {
-    for (int part = 0; part < kParts; ++part)
-      stage_x<kXBf16>(op.x[part], nullptr, g0 * kGroup, n_groups * kGroup, op.cols, xs + part * chunk_cols);
-  }
+  if constexpr (kNorm)
+    ss = stage_x<XKind::F32>(op.x, nullptr, p.gain, 0, op.groups * kGroup, op.cols, xs);
+  else
+    stage_x<kX>(op.x, op.up, nullptr, g0 * kGroup, n_groups * kGroup, op.cols, xs);
   __syncthreads();
 
   float acc[kRowsPerWarp] = {};
@@ -282,18 +284,15 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
         for (int j = 0; j < kRowsPerWarp; ++j)
           wv[u][j] = mask_tail<T>(wv[u][j], op.cols - (g0 + lg) * kGroup);
       }
+      const float4* xp = reinterpret_cast<const float4*>(xs_slice + lg * kGroup);
+      float x[kGroup];
 #pragma unroll
-      for (int part = 0; part < kParts; ++part) {
-        const float4* xp = reinterpret_cast<const float4*>(xs_slice + part * chunk_cols + lg * kGroup);
-        float x[kGroup];
-#pragma unroll
-        for (int q = 0; q < kGroup / 4; ++q) {
-          const float4 v = xp[q];
-          x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
-        }
-#pragma unroll
-        for (int j = part * kOuts; j < (part + 1) * kOuts; ++j) acc[j] = dot_group<T>(wv[u][j], x, acc[j]);
+      for (int q = 0; q < kGroup / 4; ++q) {
+        const float4 v = xp[q];
+        x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
       }
+#pragma unroll
+      for (int j = 0; j < kRowsPerWarp; ++j) acc[j] = dot_group<T>(wv[u][j], x, acc[j]);
     }
   }
 #pragma unroll
@@ -303,9 +302,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
 
   if (p.splits == 1) {
 #pragma unroll
-    for (int j = 0; j < kOuts; ++j)
-      if (lane == j && row_ok[j])
-        finish<kE>(op.y, out0 + j, acc[j] * scale, kParts == 2 ? acc[j + kOuts] : 0.0f);
+    for (int j = 0; j < kRowsPerWarp; ++j)
+      if (lane == j && row_ok[j]) finish<kE>(op.y, out0 + j, acc[j] * scale);
     return;
   }
 
@@ -319,14 +317,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
   for (int t = split + threadIdx.x * p.splits; t < tile_outputs; t += blockDim.x * p.splits) {
     const int o = tile * tile_outputs + t;
     if (o >= op.outputs) break;
-    const int slot = (t / kOuts) * kRowsPerWarp + t % kOuts;
-    float a = 0, b = 0;
-    for (int r = 0; r < op.slices; ++r) {
-      const float* remote = cluster.map_shared_rank(partials, r);
-      a += remote[slot];
-      if constexpr (kParts == 2) b += remote[slot + kOuts];
-    }
-    finish<kE>(op.y, o, a * scale, b);
+    float a = 0;
+    for (int r = 0; r < op.slices; ++r) a += cluster.map_shared_rank(partials, r)[t];  // t: warp * kRowsPerWarp + row
+    finish<kE>(op.y, o, a * scale);
   }
   cluster.sync();  // keep every CTA's partials alive until all remote reads are done
 }
@@ -342,11 +335,11 @@ struct Request {
 // One product as the caller gave it.
 struct Product {
   DeviceMatrix w;
-  DeviceVec x[2];  // gate and up inputs for SiluMul; otherwise both the input
+  DeviceVec x;
   float* y;
 };
 
-template <typename T, Epilogue kE, bool kXBf16, bool kNorm, int kGroups>
+template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups>
 void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights,
                    cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -362,29 +355,35 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
   attrs[1].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
   config.attrs = attrs;
   config.numAttrs = 2;
-  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kXBf16, kNorm, kGroups>, p));
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kX, kNorm, kGroups>, p));
 }
 
-// The kernel instance for the request's epilogue, input type and product count.
-template <typename T>
-void launch_for(const Request& rq, bool x_bf16, int count, const Params& p, const GemvPlan& plan,
-                size_t smem, bool early, cudaStream_t stream) {
-  constexpr Epilogue kStore = Epilogue::Store, kAdd = Epilogue::Add, kSilu = Epilogue::SiluMul;
-  constexpr int kMany = kMaxGemvGroups;
-  if (rq.norm)
-    launch_kernel<T, kStore, false, true, 1>(p, plan, smem, early, stream);
-  else if (rq.epilogue == kStore && count > 1)
-    (x_bf16 ? launch_kernel<T, kStore, true, false, kMany> : launch_kernel<T, kStore, false, false, kMany>)(
-        p, plan, smem, early, stream);
-  else if (rq.epilogue == kStore)
-    (x_bf16 ? launch_kernel<T, kStore, true, false, 1> : launch_kernel<T, kStore, false, false, 1>)(
-        p, plan, smem, early, stream);
-  else if (rq.epilogue == kAdd)
-    (x_bf16 ? launch_kernel<T, kAdd, true, false, 1> : launch_kernel<T, kAdd, false, false, 1>)(
-        p, plan, smem, early, stream);
+// The single-product kernel instance for the epilogue and input kind.
+template <typename T, Epilogue kE>
+void launch_for_input(XKind x, const Params& p, const GemvPlan& plan, size_t smem, bool early,
+                      cudaStream_t stream) {
+  if (x == XKind::BF16)
+    launch_kernel<T, kE, XKind::BF16, false, 1>(p, plan, smem, early, stream);
+  else if (x == XKind::SiluMul)
+    launch_kernel<T, kE, XKind::SiluMul, false, 1>(p, plan, smem, early, stream);
   else
-    (x_bf16 ? launch_kernel<T, kSilu, true, false, 1> : launch_kernel<T, kSilu, false, false, 1>)(
-        p, plan, smem, early, stream);
+    launch_kernel<T, kE, XKind::F32, false, 1>(p, plan, smem, early, stream);
+}
+
+// The kernel instance for the request's epilogue, input kind and product count.
+template <typename T>
+void launch_for(const Request& rq, XKind x, int count, const Params& p, const GemvPlan& plan, size_t smem,
+                bool early, cudaStream_t stream) {
+  if (rq.norm)
+    launch_kernel<T, Epilogue::Store, XKind::F32, true, 1>(p, plan, smem, early, stream);
+  else if (rq.epilogue == Epilogue::Add)
+    launch_for_input<T, Epilogue::Add>(x, p, plan, smem, early, stream);
+  else if (count > 1)  // silu_mul inputs are refused for groups: no instance for them
+    (x == XKind::BF16 ? launch_kernel<T, Epilogue::Store, XKind::BF16, false, kMaxGemvGroups>
+                      : launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups>)(p, plan, smem, early,
+                                                                                             stream);
+  else
+    launch_for_input<T, Epilogue::Store>(x, p, plan, smem, early, stream);
 }
 
 void check_config(GemvConfig cfg, const char* where) {
@@ -400,15 +399,13 @@ void check_count(int count, const char* where) {
 }
 
 // The plan of one product for a request of `splits` column slices (0 counts as 1).
-GemvPlan plan_product(const DeviceMatrix& w, bool pairs, int warps, int64_t splits) {
+GemvPlan plan_product(const DeviceMatrix& w, int warps, int64_t splits) {
   check(w.rows >= 1 && w.cols >= 1, "plan_gemv", "empty matrix [", w.rows, ", ", w.cols, "]");
-  const int64_t outputs = pairs ? w.rows / 2 : w.rows;
-  const int64_t outs_per_warp = kRowsPerWarp / (pairs ? 2 : 1);
   const int64_t group = values_per_16_bytes(w.type);
   const int64_t groups = ceil_div(w.cols, group);
   GemvPlan plan;
   plan.warps = warps;
-  plan.tiles = static_cast<int>(ceil_div(outputs, warps * outs_per_warp));
+  plan.tiles = static_cast<int>(ceil_div(w.rows, warps * kRowsPerWarp));
   splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
   int64_t chunk = ceil_div(groups, splits);
   if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
@@ -421,8 +418,7 @@ GemvPlan plan_product(const DeviceMatrix& w, bool pairs, int warps, int64_t spli
 // and of the launch: common warps; one request of column slices, chosen over
 // all their row tiles; the launch's `splits` is the largest product's, its
 // `tiles` the sum and its `chunk_cols` the widest.
-GemvPlan plan_products(const Product* products, int count, bool pairs, GemvConfig cfg, int sm_count,
-                       GemvPlan* plans) {
+GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, int sm_count, GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
   int64_t splits = cfg.splits;
   if (splits == 0) {
@@ -430,7 +426,7 @@ GemvPlan plan_products(const Product* products, int count, bool pairs, GemvConfi
     int64_t tiles = 0, groups = 0;
     for (int i = 0; i < count; ++i) {
       const DeviceMatrix& w = products[i].w;
-      tiles += plan_product(w, pairs, warps, 1).tiles;
+      tiles += plan_product(w, warps, 1).tiles;
       groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
     }
     const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
@@ -439,7 +435,7 @@ GemvPlan plan_products(const Product* products, int count, bool pairs, GemvConfi
   GemvPlan launch;
   launch.warps = warps;
   for (int i = 0; i < count; ++i) {
-    plans[i] = plan_product(products[i].w, pairs, warps, splits);
+    plans[i] = plan_product(products[i].w, warps, splits);
     launch.tiles += plans[i].tiles;
     launch.splits = std::max(launch.splits, plans[i].splits);
     launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
@@ -451,9 +447,8 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   const char* where = rq.where;
   check_count(count, where);
   check_config(cfg, where);
-  const bool pairs = rq.epilogue == Epilogue::SiluMul;
   const ElementType type = products[0].w.type;
-  const bool x_bf16 = products[0].x[0].bf16;
+  const XKind x_kind = products[0].x.kind;
   const int64_t group = values_per_16_bytes(type);
   for (int i = 0; i < count; ++i) {
     const std::string which = count > 1 ? "group " + std::to_string(i) + ": " : "";
@@ -464,16 +459,17 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
     check(w.rows >= 1 && w.cols >= 1, where, which, "empty matrix [", w.rows, ", ", w.cols, "]");
     check(w.ld >= w.cols && w.ld % group == 0, where, which, "row stride ", w.ld,
           " must be a multiple of ", group, " and >= cols ", w.cols);
-    check(w.rows <= INT_MAX / 2 && w.cols <= int64_t{kMaxSplits} * kMaxChunkCols, where, which,
+    check(w.rows <= INT_MAX && w.cols <= int64_t{kMaxSplits} * kMaxChunkCols, where, which,
           "matrix [", w.rows, ", ", w.cols, "] too large (at most ", int64_t{kMaxSplits} * kMaxChunkCols,
           " columns)");
-    check(!pairs || w.rows % 2 == 0, where, which, "gate|up matrix has an odd row count ", w.rows);
     check(products[i].y != nullptr, where, which, "null output");
-    for (int part = 0; part < (pairs ? 2 : 1); ++part)
-      check(products[i].x[part].data != nullptr && products[i].x[part].bf16 == x_bf16, where, which,
-            "inputs must be non-null and of one dtype");
+    const DeviceVec& x = products[i].x;
+    check(x.data != nullptr && (x.kind == XKind::SiluMul) == (x.up != nullptr), where, which,
+          "null input (silu_mul needs gate and up)");
+    check(x.kind == x_kind, where, which, "inputs must all be of one kind (fp32, bf16 or silu_mul)");
   }
-  check(!rq.norm || (rq.gain != nullptr && !x_bf16), where,
+  check(count == 1 || x_kind != XKind::SiluMul, where, "silu_mul inputs are for single GEMVs");
+  check(!rq.norm || (rq.gain != nullptr && x_kind == XKind::F32), where,
         "RMSNorm needs an fp32 input and a gain vector");
   check(!rq.norm || products[0].w.cols <= kMaxNormCols, where, "RMSNorm input of ", products[0].w.cols,
         " values; at most ", kMaxNormCols, " are supported");
@@ -482,7 +478,7 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   GemvPlan plans[kMaxGemvGroups];
-  const GemvPlan plan = plan_products(products, count, pairs, cfg, sm_count, plans);
+  const GemvPlan plan = plan_products(products, count, cfg, sm_count, plans);
   check(int64_t{plan.tiles} * plan.splits <= INT_MAX, where, "too many rows for one launch");
 
   Params p{};
@@ -497,31 +493,29 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
     const DeviceMatrix& w = products[i].w;
     op.w = static_cast<const uint4*>(w.data);
     op.ld_groups = w.ld / group;
-    op.outputs = static_cast<int>(pairs ? w.rows / 2 : w.rows);
+    op.outputs = static_cast<int>(w.rows);
     op.cols = static_cast<int>(w.cols);
     op.groups = static_cast<int>(ceil_div(w.cols, group));
     op.chunk_groups = static_cast<int>(plans[i].chunk_cols / group);
     op.slices = plans[i].splits;
     op.first_cta = first_cta;
-    op.x[0] = products[i].x[0].data;
-    op.x[1] = products[i].x[pairs ? 1 : 0].data;
+    op.x = products[i].x.data;
+    op.up = products[i].x.up;
     op.y = products[i].y;
     first_cta += plans[i].tiles * plan.splits;
   }
 
-  const size_t smem =
-      (rq.norm ? size_t(p.op[0].groups) * group : size_t{pairs ? 2u : 1u} * plan.chunk_cols) * sizeof(float);
+  const size_t smem = (rq.norm ? size_t(p.op[0].groups) * group : size_t(plan.chunk_cols)) * sizeof(float);
   const bool early = cfg.early_weights && plan.chunk_cols * element_bytes(type) <= kMaxEarlyChunkBytes;
   if (type == ElementType::F32)
-    launch_for<float>(rq, x_bf16, count, p, plan, smem, early, stream);
+    launch_for<float>(rq, x_kind, count, p, plan, smem, early, stream);
   else
-    launch_for<__nv_bfloat16>(rq, x_bf16, count, p, plan, smem, early, stream);
+    launch_for<__nv_bfloat16>(rq, x_kind, count, p, plan, smem, early, stream);
 }
 
-// One product with the same input for both halves, or gate and up inputs.
-void launch_one(const Request& rq, const DeviceMatrix& w, DeviceVec x0, DeviceVec x1, float* y,
-                cudaStream_t stream, GemvConfig cfg) {
-  const Product product{w, {x0, x1}, y};
+void launch_one(const Request& rq, const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream,
+                GemvConfig cfg) {
+  const Product product{w, x, y};
   launch(rq, &product, 1, stream, cfg);
 }
 
@@ -529,18 +523,17 @@ void launch_one(const Request& rq, const DeviceMatrix& w, DeviceVec x0, DeviceVe
 int to_products(const GemvGroup* groups, int count, const char* where, Product* products) {
   check_count(count, where);
   check(groups != nullptr, where, "null group list");
-  for (int i = 0; i < count; ++i) products[i] = {groups[i].w, {groups[i].x, groups[i].x}, groups[i].y};
+  for (int i = 0; i < count; ++i) products[i] = {groups[i].w, groups[i].x, groups[i].y};
   return count;
 }
 
 }  // namespace
 
-GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
-                   ElementType weights) {
+GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights) {
   check_config(cfg, "plan_gemv");
-  const Product product{{nullptr, w_rows, cols, cols, weights}, {}, nullptr};
+  const Product product{{nullptr, rows, cols, cols, weights}, {}, nullptr};
   GemvPlan plan;
-  return plan_products(&product, 1, pairs, cfg, sm_count, &plan);
+  return plan_products(&product, 1, cfg, sm_count, &plan);
 }
 
 GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count) {
@@ -548,26 +541,20 @@ GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, i
   check_config(cfg, where);
   Product products[kMaxGemvGroups];
   GemvPlan plans[kMaxGemvGroups];
-  return plan_products(products, to_products(groups, count, where, products), false, cfg, sm_count, plans);
+  return plan_products(products, to_products(groups, count, where, products), cfg, sm_count, plans);
 }
 
 void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
-  launch_one({"gemv", Epilogue::Store, false, nullptr, 0.0f}, w, x, x, y, stream, cfg);
+  launch_one({"gemv", Epilogue::Store, false, nullptr, 0.0f}, w, x, y, stream, cfg);
 }
 
 void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {
-  launch_one({"gemv_residual", Epilogue::Add, false, nullptr, 0.0f}, w, x, x, y, stream, cfg);
+  launch_one({"gemv_residual", Epilogue::Add, false, nullptr, 0.0f}, w, x, y, stream, cfg);
 }
 
 void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg) {
-  const DeviceVec xv = DeviceVec::f32(x);
-  launch_one({"rmsnorm_gemv", Epilogue::Store, true, gain, eps}, w, xv, xv, y, stream, cfg);
-}
-
-void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
-                   cudaStream_t stream, GemvConfig cfg) {
-  launch_one({"gemv_silu_mul", Epilogue::SiluMul, false, nullptr, 0.0f}, w, x_gate, x_up, y, stream, cfg);
+  launch_one({"rmsnorm_gemv", Epilogue::Store, true, gain, eps}, w, DeviceVec::f32(x), y, stream, cfg);
 }
 
 void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg) {

@@ -1,9 +1,9 @@
 #pragma once
 // Batch-1 GEMV for decode: y[rows] = W[rows, cols] · x[cols] with W bf16 (or
 // fp32, for exact checks) row-major in device memory, fp32 accumulation and
-// fp32 output, plus the epilogues the decode path fuses into it (residual add,
-// SiLU(gate)·up, an RMSNorm of the input). Memory-bound by design: see gemv.cu
-// for the layout.
+// fp32 output, plus what the decode path fuses into it (a residual add, an
+// RMSNorm of the input, SiLU(gate)·up formed from the input). Memory-bound by
+// design: see gemv.cu for the layout.
 //
 // Layout contract for W: the data pointer is 16-byte aligned and the row
 // stride `ld` (in elements) is >= cols and spans whole 16-byte groups (a
@@ -20,13 +20,18 @@
 
 namespace fsvd::cuda {
 
-// A device vector of fp32 or bf16 values (bf16 halves the input's bytes when
-// the producer already rounded it).
+// A GEMV input: a device vector of fp32 or bf16 values (bf16 halves the
+// input's bytes when the producer already rounded it), or the MLP activation
+// x[k] = silu(gate[k]) · up[k] of two fp32 vectors, formed as the kernel
+// stages its input (no launch of its own, no round trip through memory).
 struct DeviceVec {
-  const void* data = nullptr;
-  bool bf16 = false;
-  static DeviceVec f32(const float* p) { return {p, false}; }
-  static DeviceVec bf16_values(const __nv_bfloat16* p) { return {p, true}; }
+  enum class Kind : uint8_t { F32, BF16, SiluMul };
+  const void* data = nullptr;  // the values, or gate
+  const float* up = nullptr;   // SiluMul only
+  Kind kind = Kind::F32;
+  static DeviceVec f32(const float* p) { return {p, nullptr, Kind::F32}; }
+  static DeviceVec bf16_values(const __nv_bfloat16* p) { return {p, nullptr, Kind::BF16}; }
+  static DeviceVec silu_mul(const float* gate, const float* up) { return {gate, up, Kind::SiluMul}; }
 };
 
 // Launch shape; 0 lets the launcher choose. `splits` > 1 cuts the columns into
@@ -70,10 +75,6 @@ void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t st
 // (no extra launch).
 void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg = {});
-// W = [gate rows; up rows] (w.rows = 2 * n): y[i] = silu(W[i]·x_gate) * (W[n + i]·x_up)
-// for i < n. x_gate and x_up are usually two slices of one rank-space vector.
-void gemv_silu_mul(const DeviceMatrix& w, DeviceVec x_gate, DeviceVec x_up, float* y,
-                   cudaStream_t stream, GemvConfig cfg = {});
 
 // One product of a grouped launch: y = W·x.
 struct GemvGroup {
@@ -85,20 +86,19 @@ struct GemvGroup {
 constexpr int kMaxGemvGroups = 4;
 
 // y_g = W_g·x_g for groups[0 .. count), 1 <= count <= kMaxGemvGroups, in one
-// launch (the q, k, v second factors of a decode step: one launch cost
-// instead of three). Each W_g follows the layout contract above with its own
-// shape and stride; all share one weight type, and all x_g one dtype (they
-// may overlap, e.g. slices of one packed rank-space vector); the y_g must not
+// launch (the q, k, v or gate, up second factors of a decode step: one
+// launch cost instead of several). Each W_g follows the layout contract above with its own
+// shape and stride; all share one weight type, and all x_g one kind, fp32 or
+// bf16 (they may overlap, e.g. slices of one packed rank-space vector); the y_g must not
 // overlap each other or any x_g. `cfg` applies to the launch as a whole:
 // every group gets the same warps and the same requested column slices, so
 // with an explicit cfg each y_g is bitwise what gemv(W_g, x_g, y_g, cfg)
 // gives. The automatic choice counts the row tiles of all groups together.
 void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg = {});
 
-// The launch shape the functions above use for W [w_rows, cols] of `weights`
-// values (w_rows counts both halves for gemv_silu_mul, `pairs` true) on a GPU
-// with sm_count SMs.
-GemvPlan plan_gemv(int64_t w_rows, int64_t cols, bool pairs, GemvConfig cfg, int sm_count,
+// The launch shape the functions above use for W [rows, cols] of `weights`
+// values on a GPU with sm_count SMs.
+GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count,
                    ElementType weights = ElementType::BF16);
 // The same for gemv_grouped (validates only count and cfg): `tiles` sums the
 // groups' row tiles, `splits` is the CTAs per row tile of every group (the

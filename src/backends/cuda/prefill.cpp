@@ -32,15 +32,11 @@ DeviceMatrix padded_rows(DeviceMatrix w) {
   return w;
 }
 
-// Whether a packed part's output is rank-space (a second factor follows):
-// its own second factor, or the layer's stacked gate|up one.
-bool rank_space(const DevicePacked::Part& part, bool stacked_second) { return stacked_second || part.second.data; }
-
-// Width of the rank-space staging layout of a packed linear: each rank-space
+// Width of the rank-space staging layout of a packed linear: each low-rank
 // part's columns start at a multiple of 8.
-int64_t staged_width(const DevicePacked& p, bool stacked_second) {
+int64_t staged_width(const DevicePacked& p) {
   int64_t w = 0;
-  for (const DevicePacked::Part& part : p.parts) w += rank_space(part, stacked_second) ? round_up8(part.rows) : 0;
+  for (const DevicePacked::Part& part : p.parts) w += part.second.data ? round_up8(part.rows) : 0;
   return w;
 }
 
@@ -55,7 +51,7 @@ Prefill::Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t
   for (const DeviceLayer& l : weights.layers()) {
     packed = std::max({packed, l.qkv.first.rows, l.gate_up.first.rows});
     rank = std::max({rank, rank_of(l.o), rank_of(l.down)});
-    staged = std::max({staged, staged_width(l.qkv, false), staged_width(l.gate_up, l.gate_up_second.data)});
+    staged = std::max({staged, staged_width(l.qkv), staged_width(l.gate_up)});
   }
   packed_ld_ = round_up8(packed);
   rank_ld_ = round_up8(rank);
@@ -109,7 +105,7 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
   // rounded to bf16 into the staging layout that its second factor reads
   // (8-aligned, zero padding: ranks differ across layers, so an earlier layer
   // may have left values there); returns each part's staging offset.
-  auto packed_first = [&](const DevicePacked& p, bool stacked_second) {
+  auto packed_first = [&](const DevicePacked& p) {
     gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
     std::vector<int64_t> staged;
     StageSegment segments[kMaxStageSegments];
@@ -117,7 +113,7 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
     int64_t offset = 0;
     for (const DevicePacked::Part& part : p.parts) {
       staged.push_back(offset);
-      if (!rank_space(part, stacked_second)) continue;
+      if (!part.second.data) continue;
       segments[count++] = {part.offset, part.rows, offset};
       offset += round_up8(part.rows);
     }
@@ -144,7 +140,7 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
 
   // Attention block.
   norm_rows(l.attn_norm, n);
-  const std::vector<int64_t> qkv_staged = packed_first(l.qkv, false);
+  const std::vector<int64_t> qkv_staged = packed_first(l.qkv);
   if (lowrank) {
     if (pos > 0) lowrank->rebuild(index, pos);  // the rows this chunk attends to besides its own
     lowrank->store_rows(index, staged_b_.data() + qkv_staged[1], staged_b_.data() + qkv_staged[2], staged_ld_, pos,
@@ -162,7 +158,7 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
   // MLP block.
   norm_rows(l.mlp_norm, n);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-  const std::vector<int64_t> staged = packed_first(l.gate_up, l.gate_up_second.data);
+  const std::vector<int64_t> staged = packed_first(l.gate_up);
   if (l.gate_up_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
     // buffer, in one batched GEMM: each half of the stacked second factor

@@ -66,13 +66,13 @@ std::vector<Case> cases() {
   ModelConfig gqa4_128 = testing::small_config(320, 392, 4, 4, 1, 128, 280);
   gqa4_128.tied_embeddings = true;
   return {
-      // All low-rank, gate and up of one rank: the fused silu(gate)·up GEMV.
+      // All low-rank, gate and up of one rank: one stacked gate|up second factor.
       {"MhaLowRankHd64TiedBias", spec(mha, {37, 21, 29, 45, 51, 51, 43}, true, 1, 0, 11)},
-      // Dense q, v, o, up, down beside low-rank k, gate: per-part GEMVs, silu_mul.
+      // Dense q, v, o, up, down beside low-rank k, gate: a dense part beside a low-rank one.
       {"Gqa3MixedHd128Bias", spec(gqa3, {0, 19, 0, 0, 33, 0, 0}, true, 1, 0, 12)},
       // Shared first factors, unequal gate/up ranks, low-rank lm_head.
       {"Gqa4SharedHd64LowRankHead", spec(gqa4, {45, 23, 31, 57, 61, 53, 39}, false, 2, 27, 13)},
-      // Shared first factors with the fused gate|up, tied lm_head.
+      // Shared first factors with the stacked gate|up, tied lm_head.
       {"Gqa4SharedFusedHd128Tied", spec(gqa4_128, {29, 13, 17, 35, 47, 47, 41}, true, 2, 0, 14)},
   };
 }
