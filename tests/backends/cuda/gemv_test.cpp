@@ -461,6 +461,10 @@ TEST_F(CudaGemv, RejectsLayoutsItCannotRead) {
                "gain");
   expect_error([&] { rmsnorm_gemv({base, 1, 8200, 8200}, x.data(), x.data(), 1e-5f, y.data(), nullptr); },
                "at most 8192");
+  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data() + 1, x.data(), 1e-5f, y.data(), nullptr); },
+               "16-byte aligned");
+  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data(), x.data() + 2, 1e-5f, y.data(), nullptr); },
+               "16-byte aligned");
   expect_error([&] { gemv({base, 4, 16, 16}, xv, y.data(), nullptr, {9, 0}); }, "warps");
   expect_error([&] { gemv({base, 4, 16, 16}, xv, y.data(), nullptr, {0, 9}); }, "splits");
 }
