@@ -5,7 +5,7 @@
 # run there:
 #   bash bench/kernels/build_gemv_gpu_bins.sh
 #   (on the GPU) build-gpu/gemv_tests > $OUT/gemv_tests.log 2>&1; build-gpu/gemv_bench | tee $OUT/gemv_bench.log
-#   (build-gpu/gemv_bench grouped: only the grouped q, k, v rows)
+#   (build-gpu/gemv_bench grouped | chain: only the grouped rows | the layer chain)
 # GoogleTest, libstdc++ and the CUDA runtime are linked statically; cuBLAS is
 # taken from the GPU machine's toolkit.
 set -euo pipefail

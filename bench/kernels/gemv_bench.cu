@@ -5,10 +5,13 @@
 // also times the fp32-weight mode (exact checks) of the same matrix. Then the
 // grouped launch: the q, k, v second factors as three gemv() calls against one
 // gemv_grouped(), back to back (`gemv_bench grouped` runs only that part).
+// Last, one decode layer's GEMV chain, 32 layers of distinct weights in one
+// graph, as the decode path calls the kernels and as plain gemv() calls
+// (`gemv_bench chain` runs only that part).
 //
 // Build and run from the repository root (CUDA 13, H100/H200):
 //   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
-//   (build-gpu/gemv_bench grouped: only the grouped q, k, v rows)
+//   (build-gpu/gemv_bench grouped | chain: only the grouped rows | the layer chain)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -68,9 +71,9 @@ __device__ float hashed_uniform(uint64_t i, uint64_t seed) {
   return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f;
 }
 
-__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed) {
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed, float scale = 1.0f) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
-    p[i] = __float2bfloat16(hashed_uniform(i, seed));
+    p[i] = __float2bfloat16(scale * hashed_uniform(i, seed));
 }
 
 __global__ void fill_f32(float* p, size_t n, uint64_t seed) {
@@ -226,7 +229,83 @@ void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
   }
 }
 
-int run(bool grouped_only) {
+// One layer's GEMVs of LLaMA-7B at keep 0.5 (attention left out); each reads
+// the previous one's output, as in the decode step.
+enum Step { Qkv1, Qkv2, O1, O2, Gu1, GateUp2, Down1, Down2, kSteps };
+const Shape kLayer[kSteps] = {
+    {"q|k|v first", 3072, 4096, Kind::Norm},       {"q, k, v second", 3 * 4096, 1024, Kind::Plain},
+    {"o first", 1024, 4096, Kind::Plain},          {"o second", 4096, 1024, Kind::Residual},
+    {"gate|up first", 2984, 4096, Kind::Norm},     {"gate, up second", 2 * 11008, 1492, Kind::Plain},
+    {"down first", 1492, 11008, Kind::SiluInput},  {"down second", 4096, 1492, Kind::Residual}};
+
+// us per layer of the chain, over 32 layers in one graph: the decode path's
+// calls (norm fused, grouped second factors, SiLU staged, residual adds), then
+// every matrix as a plain gemv(), both with early_weights.
+void run_chain(cudaStream_t stream) {
+  constexpr int kLayers = 32;
+  constexpr int kRank = 1024, kMlpRank = 1492, kInter = 11008, kHidden = 4096;
+  std::vector<DeviceBuffer<__nv_bfloat16>> w;
+  double layer_bytes = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (int s = 0; s < kSteps; ++s) {
+      const Shape& sh = kLayer[s];
+      w.emplace_back(size_t(sh.rows) * ((sh.cols + 7) / 8 * 8));
+      // Scaled so that values stay finite along the 256-kernel chain.
+      fill_bf16<<<1024, 256, 0, stream>>>(w.back().data(), w.back().size(), 17 * l + s,
+                                          1.0f / std::sqrt(float(sh.cols)));
+      if (l == 0) layer_bytes += 2.0 * sh.rows * sh.cols;
+    }
+  DeviceBuffer<float> act0(65536), act1(65536), gain(kHidden);
+  fill_f32<<<64, 256, 0, stream>>>(act0.data(), act0.size(), 1);
+  fill_f32<<<64, 256, 0, stream>>>(act1.data(), act1.size(), 2);
+  fill_f32<<<64, 256, 0, stream>>>(gain.data(), gain.size(), 3);
+  FSVD_CUDA_CHECK(cudaGetLastError());
+  float* act[2] = {act0.data(), act1.data()};
+  auto matrix = [&](int l, int s) {
+    const Shape& sh = kLayer[s];
+    return DeviceMatrix{w[l * kSteps + s].data(), sh.rows, sh.cols, (sh.cols + 7) / 8 * 8};
+  };
+  const GemvConfig pdl{0, 0, true};
+  auto decode_call = [&](int l, int s, const float* x, float* y) {
+    const DeviceMatrix m = matrix(l, s);
+    const auto* base = static_cast<const __nv_bfloat16*>(m.data);
+    auto half_rows = [&](int i, int64_t rows) { return DeviceMatrix{base + size_t(i) * rows * m.ld, rows, m.cols, m.ld}; };
+    GemvGroup g[3];
+    switch (s) {
+      case Qkv1:
+      case Gu1: rmsnorm_gemv(m, x, gain.data(), 1e-5f, y, stream, pdl); break;
+      case Qkv2:
+        for (int i = 0; i < 3; ++i) g[i] = {half_rows(i, kHidden), DeviceVec::f32(x + i * kRank), y + i * kHidden};
+        gemv_grouped(g, 3, stream, pdl);
+        break;
+      case GateUp2:
+        for (int i = 0; i < 2; ++i) g[i] = {half_rows(i, kInter), DeviceVec::f32(x + i * kMlpRank), y + i * kInter};
+        gemv_grouped(g, 2, stream, pdl);
+        break;
+      case Down1: gemv(m, DeviceVec::silu_mul(x, x + kInter), y, stream, pdl); break;
+      case O2:
+      case Down2: gemv_residual(m, DeviceVec::f32(x), y, stream, pdl); break;
+      default: gemv(m, DeviceVec::f32(x), y, stream, pdl);
+    }
+  };
+  auto chain = [&](auto call) {
+    return double{kSteps} * time_per_call(stream, kLayers * kSteps,
+                                  [&](int i) { call(i / kSteps, i % kSteps, act[i % 2], act[(i + 1) % 2]); });
+  };
+  const double floor_us = layer_bytes / kPeakBytesPerSecond * 1e6;
+  std::printf("\nLayer chain, LLaMA-7B keep 0.5 GEMVs (%.1f MB a layer, floor %.2f us), 32 layers in one graph, "
+              "early_weights; us per layer, %% of floor\n", layer_bytes / 1e6, floor_us);
+  for (int round = 1; round <= 2; ++round) {
+    const double decode = chain(decode_call);
+    const double plain = chain([&](int l, int s, const float* x, float* y) {
+      gemv(matrix(l, s), DeviceVec::f32(x), y, stream, pdl);
+    });
+    std::printf("round %d: as the decode path calls them %6.1f us (%3.0f%%) | plain gemv() %6.1f us (%3.0f%%)\n",
+                round, decode, 100 * floor_us / decode, plain, 100 * floor_us / plain);
+  }
+}
+
+int run(bool grouped_only, bool chain_only) {
   int device = 0;
   cudaDeviceProp prop{};
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
@@ -242,8 +321,9 @@ int run(bool grouped_only) {
   DeviceBuffer<char> cublas_ws(32 << 20);  // graph capture must not allocate
   FSVD_CUDA_CHECK(cublasSetWorkspace(handle, cublas_ws.data(), cublas_ws.bytes()));
 
-  if (grouped_only) {
-    run_grouped(prop, stream);
+  if (grouped_only || chain_only) {
+    if (grouped_only) run_grouped(prop, stream);
+    else run_chain(stream);
     FSVD_CUDA_CHECK(cublasDestroy(handle));
     FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
     return 0;
@@ -363,6 +443,7 @@ int run(bool grouped_only) {
                 percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(),
                 r.ours_f32w_us, percent_of_peak(2 * r.mb * 1e6, r.ours_f32w_us), r.diff);
   run_grouped(prop, stream);
+  run_chain(stream);
   FSVD_CUDA_CHECK(cublasDestroy(handle));
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;
@@ -372,7 +453,8 @@ int run(bool grouped_only) {
 
 int main(int argc, char** argv) {
   try {
-    return run(argc > 1 && std::strcmp(argv[1], "grouped") == 0);
+    const bool part = argc > 1;
+    return run(part && std::strcmp(argv[1], "grouped") == 0, part && std::strcmp(argv[1], "chain") == 0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemv_bench: %s\n", e.what());
     return 1;

@@ -71,8 +71,8 @@ void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, Gem
 void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream,
                    GemvConfig cfg = {});
 // y = W · (x / sqrt(mean(x^2) + eps) ⊙ gain), x and gain fp32 of length cols
-// (at most 8192): the RMSNorm before a projection, computed inside every CTA
-// (no extra launch).
+// (at most 8192), both 16-byte aligned: the RMSNorm before a projection,
+// computed inside every CTA (no extra launch).
 void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg = {});
 
