@@ -201,14 +201,14 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   };
   const int first_base = row0 + warp * kSlots;
   load_rows(first_base);
-  allow_next_kernel_to_launch();
-  wait_for_previous_kernel();
-
-  // The angles of this lane's 8 dims, shared by q and k.
+  // The angles of this lane's 8 dims, shared by q and k: they depend only on
+  // pos and constants, so they are computed before the wait.
   const bool first_half = c < kHalfLanes;
   float sn[8], cs[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) rope_angle(pos, p.inv_freq[(c % kHalfLanes) * 8 + e], &sn[e], &cs[e]);
+  allow_next_kernel_to_launch();
+  wait_for_previous_kernel();
 
   float qr[kHeads][8];
 #pragma unroll
@@ -360,9 +360,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     const float* ml = p.ws_ml + 2 * slot0;
     const float* acc_in = p.ws_acc + slot0 * kHeadDim + d;
     // Other CTAs wrote these: read through L2 (__ldcg), never a stale L1 line.
-    // One online pass; unrolled so that several slices' loads are in flight.
+    // One online pass; unrolled so that 16 slices' loads (one wave's worth
+    // for MHA) are in flight together.
     float mx = -INFINITY, o = 0, sum = 0;
-#pragma unroll 8
+#pragma unroll 16
     for (int sl = 0; sl < active; ++sl) {
       const float m_s = __ldcg(ml + 2 * sl), l_s = __ldcg(ml + 2 * sl + 1);
       const float a_s = __ldcg(acc_in + int64_t{sl} * kHeadDim);
