@@ -29,8 +29,9 @@
 // and resets the counter for the next launch. This replaced a combine kernel.
 //
 // Programmatic dependent launch: each warp's first K/V rows, written by
-// earlier steps, are requested before waiting for the previous kernel, so the
-// cache stream starts under that kernel's tail.
+// earlier steps, are requested and the RoPE angles computed before waiting
+// for the previous kernel, so the cache stream starts under that kernel's
+// tail and only q's loads follow the wait.
 #include "backends/cuda/decode_attention.h"
 
 #include <cuda_bf16.h>
