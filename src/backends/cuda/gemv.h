@@ -87,10 +87,10 @@ constexpr int kMaxGemvGroups = 4;
 
 // y_g = W_g·x_g for groups[0 .. count), 1 <= count <= kMaxGemvGroups, in one
 // launch (the q, k, v or gate, up second factors of a decode step: one
-// launch cost instead of several). Each W_g follows the layout contract above with its own
-// shape and stride; all share one weight type, and all x_g one kind, fp32 or
-// bf16 (they may overlap, e.g. slices of one packed rank-space vector); the y_g must not
-// overlap each other or any x_g. `cfg` applies to the launch as a whole:
+// launch cost instead of several). Each W_g follows the layout contract above
+// with its own shape and stride; all share one weight type, and all x_g one
+// kind, fp32 or bf16 (they may overlap, e.g. slices of one packed rank-space
+// vector); the y_g must not overlap each other or any x_g. `cfg` applies to the launch as a whole:
 // every group gets the same warps and the same requested column slices, so
 // with an explicit cfg each y_g is bitwise what gemv(W_g, x_g, y_g, cfg)
 // gives. The automatic choice counts the row tiles of all groups together.

@@ -149,10 +149,6 @@ class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<Elem
 // Automatic choice, no split, an odd split with few warps, and the most splits.
 const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}};
 
-// The input kinds: fp32, bf16, and silu(gate)·up of two fp32 vectors (the CPU
-// twin cpu::silu_mul forms the reference input).
-enum class Input { F32, BF16, SiluMul };
-
 TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
   const ElementType type = GetParam();
   uint64_t seed = 100;
@@ -161,11 +157,13 @@ TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
     for (int64_t cols : {1, 8, 1491, 4096, 11008}) {
       const TestMatrix w(rows, cols, ++seed, type);
       DeviceBuffer<float> y(rows);
-      for (Input input : {Input::F32, Input::BF16, Input::SiluMul}) {
-        const TestVec xg(cols, ++seed, input == Input::BF16), xu(cols, ++seed, false);
+      // Every input kind; for silu(gate)·up the CPU twin cpu::silu_mul forms the reference input.
+      using Kind = DeviceVec::Kind;
+      for (Kind input : {Kind::F32, Kind::BF16, Kind::SiluMul}) {
+        const TestVec xg(cols, ++seed, input == Kind::BF16), xu(cols, ++seed, false);
         std::vector<float> x = xg.values;
         DeviceVec xv = xg.dev();
-        if (input == Input::SiluMul) {
+        if (input == Kind::SiluMul) {
           cpu::silu_mul(xg.values.data(), xu.values.data(), cols, x.data());
           xv = DeviceVec::silu_mul(xg.f32.data(), xu.f32.data());
         }
