@@ -81,6 +81,13 @@ __device__ __forceinline__ int slice_len(int len, int splits) {
 // reference finite gives it weight exp2(-inf) = 0 instead of NaN.
 __device__ __forceinline__ float finite_ref(float m_new) { return m_new == -INFINITY ? 0.0f : m_new; }
 
+// Adds 1 to *counter at GPU scope with acquire-release order; returns the old value.
+__device__ __forceinline__ int arrive_acq_rel(int* counter) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");
+  return old;
+}
+
 // Eight consecutive cache values of type T as raw bits: kLoads 16-byte loads.
 template <typename T>
 struct Raw8 {
@@ -344,17 +351,19 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   }
 
   // Count this slice in once its results are visible; the last to arrive merges.
+  // The barrier orders the CTA's workspace writes before thread 0's
+  // acquire-release add, which publishes them and, in the last CTA, makes
+  // every other slice's visible to the loads after the second barrier (one
+  // L2 round trip instead of a full fence, the add and another fence).
   const int active = (len + slen - 1) / slen;
-  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     int* arrivals = p.arrivals + blockIdx.y * gridDim.z + blockIdx.z;
-    s_last = atomicAdd(arrivals, 1) == active - 1;
+    s_last = arrive_acq_rel(arrivals) == active - 1;
     if (s_last) *arrivals = 0;  // every slice is in: ready for the next launch
   }
   __syncthreads();
   if (!s_last) return;
-  __threadfence();
   for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) {
     const int g = i / kHeadDim, d = i % kHeadDim;
     const int64_t slot0 = int64_t{head0 + g} * p.splits;

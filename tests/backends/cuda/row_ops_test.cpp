@@ -27,7 +27,8 @@ class CudaRowOps : public ::testing::Test {
 struct Shape {
   int64_t rows, cols, ld;
 };
-const Shape kShapes[] = {{1, 1, 1}, {1, 4097, 4097}, {3, 77, 80}, {37, 333, 401}};
+// Odd shapes take the scalar tails; {5, 1000, 1024} the 16-byte runs in every row.
+const Shape kShapes[] = {{1, 1, 1}, {1, 4097, 4097}, {3, 77, 80}, {37, 333, 401}, {5, 1000, 1024}};
 
 template <typename T>
 DeviceBuffer<T> to_device(const std::vector<T>& v) {
