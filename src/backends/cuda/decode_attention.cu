@@ -138,8 +138,8 @@ __device__ __forceinline__ void store8(void* p, const float* f) {
   }
 }
 
-// Eight fp32 values of the token's q, k or v: scalar loads, since a dense
-// part's output is an unaligned slice of the packed q|k|v output.
+// Eight fp32 values of the token's q, k or v: scalar loads, since the caller
+// may pass any slice of a packed output (decode_attention.h asks no alignment).
 __device__ __forceinline__ void load_token8(const float* p, float* f) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) f[e] = p[e];

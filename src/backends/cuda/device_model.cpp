@@ -96,16 +96,34 @@ DeviceLinear DeviceModel::upload_linear(const Linear& l) {
   return d;
 }
 
-DevicePacked DeviceModel::upload_packed(const PackedLinear& p) {
+DevicePacked DeviceModel::upload_packed(const PackedLinear& p, bool with_seconds) {
+  check(!p.first.empty() && p.first.ndim() == 2, kWhere, "expected a packed matrix, got shape ",
+        p.first.shape_str());
   DevicePacked d;
-  d.first = upload_matrix(p.first);
+  int64_t rows = 0;
   for (const PackedLinear::Part& part : p.parts) {
     DevicePacked::Part& out = d.parts.emplace_back();
-    out.offset = part.offset;
+    out.offset = rows;
     out.rows = part.rows;
-    if (!part.second.empty()) out.second = upload_matrix(part.second);
+    if (with_seconds && !part.second.empty()) out.second = upload_matrix(part.second);
     out.bias = upload_vector(part.bias);
+    rows += round_up8(part.rows);
   }
+  // The parts' rows of the host's stack, each part moved to its spaced offset.
+  const int64_t cols = p.first.dim(1), ld = round_up8(cols);
+  const Key key{p.first.data(), nullptr, rows, cols, ld};
+  if (auto it = matrices_.find(key); it != matrices_.end()) {
+    d.first = it->second;
+    return d;
+  }
+  const int64_t row_bytes = ld * element_bytes(type_);
+  std::vector<uint8_t> host(static_cast<size_t>(rows * row_bytes), 0);
+  for (size_t i = 0; i < p.parts.size(); ++i)
+    convert_rows(p.first.data() + p.parts[i].offset * cols, p.parts[i].rows, cols, ld, type_,
+                 host.data() + d.parts[i].offset * row_bytes);
+  d.first = allocate_matrix(rows, cols, ld);
+  matrix_buffers_.back().upload(host);
+  matrices_[key] = d.first;
   return d;
 }
 
@@ -128,9 +146,7 @@ DeviceModel::DeviceModel(const Model& model, ElementType type)
     // batched prefill GEMM); otherwise each part keeps its own upload.
     if (!gate.second.empty() && !up.second.empty() && gate.second.shape() == up.second.shape() &&
         gate.bias.empty() && up.bias.empty()) {
-      d.gate_up.first = upload_matrix(l.gate_up.first);
-      for (const PackedLinear::Part* p : {&gate, &up})
-        d.gate_up.parts.push_back({p->offset, p->rows, DeviceMatrix{}, nullptr});
+      d.gate_up = upload_packed(l.gate_up, false);
       d.gate_up_second = upload_rows({&gate.second, &up.second}, round_up8(gate.second.dim(1)));
       view_stacked_seconds(d);
     } else {
@@ -156,7 +172,7 @@ DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer,
   for (const SyntheticPart& p : parts) {
     const int64_t r = spec.rank(layer, p.w, p.out, in), rows = r < 0 ? p.out : r;
     d.parts.push_back({total, rows, DeviceMatrix{}, nullptr});
-    total += rows;
+    total += round_up8(rows);
   }
   d.first = allocate_matrix(total, in, round_up8(in));
   const SyntheticPart* p = parts.begin();

@@ -30,9 +30,9 @@ struct DeviceLinear {
 };
 
 struct DevicePacked {
-  DeviceMatrix first;  // stacked first factors of the parts
+  DeviceMatrix first;  // stacked first factors of the parts, each starting at a multiple of 8 rows
   struct Part {
-    int64_t offset = 0, rows = 0;  // this part's rows of `first`'s output
+    int64_t offset = 0, rows = 0;  // this part's rows of `first`'s output (offset: a multiple of 8)
     DeviceMatrix second;           // empty when the part is dense
     const float* bias = nullptr;
   };
@@ -76,7 +76,10 @@ class DeviceModel {
   DeviceMatrix upload_matrix(const Tensor& t);  // ld = cols rounded up to 8
   const float* upload_vector(const Tensor& t);  // nullptr for an empty tensor
   DeviceLinear upload_linear(const Linear& l);
-  DevicePacked upload_packed(const PackedLinear& p);
+  // Each part's rows start at a multiple of 8 (zero rows between), so its
+  // slice of the packed output is where prefill's second factor reads it as
+  // bf16; second factors only when `with_seconds`.
+  DevicePacked upload_packed(const PackedLinear& p, bool with_seconds = true);
 
   // Synthetic weights: rows [row0, row0 + rows) of m get tensor `tensor`'s values.
   void fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows, uint32_t tensor, float scale);

@@ -53,9 +53,10 @@ class Prefill {
   Gemm gemm_;
   int64_t rows_ = 0;  // capacity of the buffers, in tokens
   DeviceBuffer<int32_t> tokens_;
-  // Row strides: packed first-factor outputs (fp32), their low-rank parts
-  // staged in bf16 at 8-aligned offsets, and o/down rank-space rows.
-  int64_t packed_ld_ = 0, staged_ld_ = 0, rank_ld_ = 0;
+  // Row strides: packed first-factor outputs (fp32 in packed_, their
+  // low-rank parts' columns as bf16 in staged_b_, both at the parts'
+  // offsets), and o/down rank-space rows.
+  int64_t packed_ld_ = 0, rank_ld_ = 0;
   DeviceBuffer<float> x_, packed_, q_, k_, v_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
 };

@@ -200,16 +200,18 @@ size_t expected_unshared_bytes(const RandomModelSpec& s) {
   const testing::Ranks& r = s.ranks;
   const int64_t h = c.hidden, q_out = int64_t{c.n_heads} * c.head_dim,
                 kv = int64_t{c.n_kv_heads} * c.head_dim, in = c.intermediate;
-  // Every matrix: rows rounded up to 8, columns padded to 8.
+  // Every matrix: rows rounded up to 8, columns padded to 8; a packed first
+  // factor starts each part at a multiple of 8 rows.
   auto m = [](int64_t rows, int64_t cols) { return pad8(rows) * pad8(cols); };
+  const int64_t qkv_rows = pad8(r.q) + pad8(r.k) + pad8(r.v), gate_up_rows = pad8(r.gate) + pad8(r.up);
   int64_t bf16 = pad8(c.vocab) * h + m(c.vocab, h);  // embed (row stride hidden), lm_head
   int64_t f32 = h;                               // final norm
   for (int l = 0; l < c.n_layers; ++l) {
     f32 += 2 * h;
-    bf16 += m(r.q + r.k + r.v, h) + m(q_out, r.q) + m(kv, r.k) + m(kv, r.v);
+    bf16 += m(qkv_rows, h) + m(q_out, r.q) + m(kv, r.k) + m(kv, r.v);
     bf16 += m(r.o, q_out) + m(h, r.o);
     // Equal gate and up ranks: one stacked [gate; up] second factor.
-    bf16 += m(r.gate + r.up, h) + (r.gate == r.up ? m(2 * in, r.gate) : m(in, r.gate) + m(in, r.up));
+    bf16 += m(gate_up_rows, h) + (r.gate == r.up ? m(2 * in, r.gate) : m(in, r.gate) + m(in, r.up));
     bf16 += m(r.down, in) + m(h, r.down);
   }
   return static_cast<size_t>(2 * bf16 + 4 * f32);
@@ -228,7 +230,8 @@ TEST(CudaExecutorUpload, SharedStorageIsUploadedOnce) {
   // factors of 2 of the 4 layers are not uploaded again.
   spec.share_group = 2;
   const testing::Ranks& r = spec.ranks;
-  const size_t saved = 2 * 2 * (pad8(r.q + r.k + r.v) + pad8(r.gate + r.up)) * pad8(spec.config.hidden);
+  const size_t saved =
+      2 * 2 * (pad8(r.q) + pad8(r.k) + pad8(r.v) + pad8(r.gate) + pad8(r.up)) * pad8(spec.config.hidden);
   EXPECT_EQ(CudaExecutor(testing::random_model(spec), 8).stats().weight_bytes, unshared - saved);
 
   // A tied lm_head is the embedding's upload when hidden is a multiple of 8.
