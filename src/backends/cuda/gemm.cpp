@@ -1,5 +1,9 @@
 #include "backends/cuda/gemm.h"
 
+#include <cuda_runtime.h>
+
+#include <memory>
+
 #include "backends/cuda/cuda_check.h"
 #include "core/error.h"
 
@@ -8,19 +12,118 @@ namespace {
 
 // cuBLAS's recommended workspace on Hopper.
 constexpr size_t kWorkspaceBytes = 32u << 20;
+constexpr int kTimedRuns = 3;  // launches timed together per candidate, after one warm-up
 
 cudaDataType_t cuda_type(ElementType t) { return t == ElementType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
+cublasLtMatrixLayout_t layout(ElementType type, int64_t rows, int64_t cols, int64_t ld, int batch, int64_t step) {
+  cublasLtMatrixLayout_t l = nullptr;
+  FSVD_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_type(type), rows, cols, ld));
+  if (batch > 1) {
+    FSVD_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+    FSVD_CUDA_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step, sizeof(step)));
+  }
+  return l;
+}
+
+// Milliseconds between two events recorded around `work` on `stream`.
+template <typename F>
+float time_ms(cudaStream_t stream, F work) {
+  cudaEvent_t start, stop;
+  FSVD_CUDA_CHECK(cudaEventCreate(&start));
+  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
+  FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
+  work();
+  FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
+  FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms;
+}
+
 }  // namespace
 
-Gemm::Gemm(cudaStream_t stream) : workspace_(kWorkspaceBytes) {
-  FSVD_CUDA_CHECK(cublasCreate(&handle_));
-  FSVD_CUDA_CHECK(cublasSetStream(handle_, stream));
-  FSVD_CUDA_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+size_t Gemm::Problem::c_bytes() const {
+  return static_cast<size_t>((batch - 1) * c_step + (n - 1) * ldc + m) * element_bytes(c);
+}
+
+Gemm::Plan::Plan(const Problem& p) {
+  FSVD_CUDA_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T;  // W row-major is Wᵀ column-major
+  FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+  a = layout(p.ab, p.k, p.m, p.lda, p.batch, p.a_step);
+  b = layout(p.ab, p.k, p.n, p.ldb, p.batch, p.b_step);
+  c = layout(p.c, p.m, p.n, p.ldc, p.batch, p.c_step);
+}
+
+Gemm::Plan::~Plan() {
+  if (a) cublasLtMatrixLayoutDestroy(a);
+  if (b) cublasLtMatrixLayoutDestroy(b);
+  if (c) cublasLtMatrixLayoutDestroy(c);
+  if (op) cublasLtMatmulDescDestroy(op);
+}
+
+Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
+  FSVD_CUDA_CHECK(cublasLtCreate(&handle_));
 }
 
 Gemm::~Gemm() {
-  if (handle_) cublasDestroy(handle_);
+  plans_.clear();  // descriptors before the handle
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+void Gemm::launch(const Problem& p, const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a,
+                  const void* b, void* c) const {
+  const float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
+  FSVD_CUDA_CHECK(cublasLtMatmul(handle_, plan.op, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c, plan.c, &algo,
+                                 workspace_.data(), workspace_.bytes(), stream_));
+}
+
+void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  FSVD_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const size_t workspace = workspace_.bytes();
+  FSVD_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                       sizeof(workspace)));
+  cublasLtMatmulHeuristicResult_t found[kCandidates] = {};
+  int count = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, kCandidates, found, &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(status == CUBLAS_STATUS_SUCCESS && count > 0, "Gemm", "cuBLASLt offers no algorithm for [", p.m, ", ", p.k,
+        "] x [", p.k, ", ", p.n, "] (", cublasGetStatusName(status), ")");
+  plan.algo = found[0].algo;
+  if (p.n < kTuneMinRows || count == 1) return;
+
+  // Time the candidates on the real operands. An accumulating product runs on
+  // a copy of y, so y is added to once, by the caller's launch.
+  DeviceBuffer<uint8_t> copy(p.accumulate ? p.c_bytes() : 0);
+  void* out = c;
+  if (p.accumulate) {
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(copy.data(), c, p.c_bytes(), cudaMemcpyDeviceToDevice, stream_));
+    out = copy.data();
+  }
+  float best = 0;
+  for (int i = 0; i < count; ++i) {
+    launch(p, plan, found[i].algo, a, b, out);  // warm-up
+    const float ms = time_ms(stream_, [&] {
+      for (int r = 0; r < kTimedRuns; ++r) launch(p, plan, found[i].algo, a, b, out);
+    });
+    if (i == 0 || ms < best) best = ms, plan.algo = found[i].algo;
+  }
+}
+
+void Gemm::multiply(const Problem& p, const void* a, const void* b, void* c) {
+  auto it = plans_.find(p);
+  if (it == plans_.end()) {
+    auto plan = std::make_unique<Plan>(p);
+    choose_algorithm(p, *plan, a, b, c);
+    it = plans_.emplace(p, std::move(plan)).first;
+  }
+  launch(p, *it->second, it->second->algo, a, b, c);
 }
 
 void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy,
@@ -29,13 +132,7 @@ void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, voi
         ", ", w.cols, "], ldx ", ldx, ", ldy ", ldy, ", n ", n);
   check(!accumulate || y_type == ElementType::F32, "Gemm::run", "accumulation needs an fp32 output");
   if (n == 0) return;
-  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  // Column-major view: yᵀ[out, n] = W[out, in] (W row-major is Wᵀ column-major,
-  // hence OP_T) times xᵀ[in, n].
-  FSVD_CUDA_CHECK(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(n),
-                               static_cast<int>(w.cols), &alpha, w.data, cuda_type(w.type), static_cast<int>(w.ld),
-                               x, cuda_type(w.type), static_cast<int>(ldx), &beta, y, cuda_type(y_type),
-                               static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, 0, 0, 0, 1, w.type, y_type, accumulate}, w.data, x, y);
 }
 
 void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
@@ -43,12 +140,8 @@ void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_
   check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
         "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
   if (n == 0) return;
-  const float alpha = 1.0f, beta = 0.0f;
-  FSVD_CUDA_CHECK(cublasGemmStridedBatchedEx(
-      handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(n), static_cast<int>(w.cols),
-      &alpha, w.data, cuda_type(w.type), static_cast<int>(w.ld), w.rows * w.ld, x, cuda_type(w.type),
-      static_cast<int>(ldx), x_step, &beta, y, cuda_type(y_type), static_cast<int>(ldy), y_step, batch,
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false}, w.data,
+           x, y);
 }
 
 DeviceMatrix row_slice(const DeviceMatrix& w, int64_t begin, int64_t end) {

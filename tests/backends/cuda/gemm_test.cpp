@@ -1,5 +1,6 @@
 // The prefill GEMM against a double-precision CPU product: both element
-// types, accumulation into the output, padded row strides, row slices.
+// types, accumulation into the output, padded row strides, row slices, and
+// a chunk long enough for the algorithm choice by timing.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/gemm.h"
@@ -23,7 +24,10 @@ TEST(CudaGemm, MatchesCpuProduct) {
   struct Case {
     int64_t out, in, n;
   };
-  for (const Case& k : {Case{1, 1, 1}, Case{37, 91, 5}, Case{300, 129, 64}, Case{64, 1491, 17}}) {
+  // The last case has enough rows to time the algorithms on first use
+  // (Gemm::kTuneMinRows): accumulating still adds the product to y once.
+  static_assert(Gemm::kTuneMinRows <= 1100);
+  for (const Case& k : {Case{1, 1, 1}, Case{37, 91, 5}, Case{300, 129, 64}, Case{64, 1491, 17}, Case{72, 96, 1100}}) {
     for (ElementType type : {ElementType::BF16, ElementType::F32}) {
       const int64_t ldw = (k.in + 7) / 8 * 8, ldx = ldw + 8, ldy = k.out + 3;
       std::vector<float> w = testing::random_normal(k.out * ldw, 1), x = testing::random_normal(k.n * ldx, 2);
