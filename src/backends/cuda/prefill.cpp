@@ -140,7 +140,18 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
   }
   const Rows q = part_rows(l.qkv.parts[0], q_.data());
   const Rows k = part_rows(l.qkv.parts[1], k_.data());
-  const Rows v = part_rows(l.qkv.parts[2], v_.data());
+  // A low-rank v without bias goes from its GEMM straight into the cache rows
+  // as bf16 (the rounding rope_store_kv_rows would apply): no fp32 round trip.
+  const DevicePacked::Part& v_part = l.qkv.parts[2];
+  Rows v{nullptr, 0};
+  if (v_part.second.data && !v_part.bias) {
+    const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+    check(cache.type == ElementType::BF16, kWhere, "needs a bf16 KV cache");
+    gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
+              static_cast<__nv_bfloat16*>(cache.v) + pos * kv_dim, kv_dim, ElementType::BF16);
+  } else {
+    v = part_rows(v_part, v_.data());
+  }
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   rope_store_kv_rows(q.p, q.ld, k.p, k.ld, v.p, v.ld, inv_freq_, pos, static_cast<int>(n), heads, cache,
                      q_b_.data(), stream_);

@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const 
   const int64_t e = int64_t{h - p.n_heads} * p.head_dim + j0;
   const int64_t row = int64_t{pos} * p.n_kv_heads * p.head_dim + e;
   rotate_store(p.k + i * p.ldk + e, p.k_cache + row, half, s, c);
+  if (!p.v) return;  // the v rows are already in the cache
   float x[kVec];
   const float* v = p.v + i * p.ldv + e;
   load_floats(v, x);
@@ -455,11 +456,10 @@ void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk
   const char* where = "rope_store_kv_rows";
   check_head_shape(shape, where);
   check_cache_rows(pos, n, cache, where);
-  check(k != nullptr && v != nullptr && inv_freq != nullptr && (q == nullptr) == (q_out == nullptr), where,
-        "null argument");
+  check(k != nullptr && inv_freq != nullptr && (q == nullptr) == (q_out == nullptr), where, "null argument");
   const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim;
   const int64_t kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
-  check((q == nullptr || ldq >= q_dim) && ldk >= kv_dim && ldv >= kv_dim, where, "row strides ", ldq, ", ", ldk, ", ",
+  check((q == nullptr || ldq >= q_dim) && ldk >= kv_dim && (v == nullptr || ldv >= kv_dim), where, "row strides ", ldq, ", ", ldk, ", ",
         ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
   const RopeParams p{q,
                      k,

@@ -19,7 +19,9 @@ namespace fsvd::cuda {
 // float(pos + i) * inv_freq[j] in fp32, round to nearest even), so the cache
 // rows [pos, pos + n) come out bit-identical to n decode steps. The rotated q
 // goes to q_out: [n, n_heads * head_dim] bf16, contiguous; q and q_out may
-// both be null (the low-rank KV cache's rebuild stores k and v only). One launch.
+// both be null (the low-rank KV cache's rebuild stores k and v only), and v
+// may be null when the v rows are already in the cache (prefill's v GEMM
+// writes them there as bf16). One launch.
 void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                         int64_t ldv, const float* inv_freq, int pos, int n, const HeadShape& shape,
                         const KvCacheLayer& cache, __nv_bfloat16* q_out, cudaStream_t stream);

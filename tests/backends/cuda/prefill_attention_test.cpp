@@ -113,6 +113,14 @@ TEST_F(CudaPrefillAttention, RopeStoreKvRowsMatchesDecodeStepsBitwise) {
       cpu::rope(q_expected.data(), n, q_dim, s.n_heads, s.head_dim, pos, inv.data());
       EXPECT_TRUE(rows.k.download() == steps.k.download()) << what;  // all rows, poison included
       EXPECT_TRUE(rows.v.download() == steps.v.download()) << what;
+      // Without v (its rows already stored), k alone is written.
+      DeviceCache k_only(s, max_ctx);
+      rope_store_kv_rows(dqkv.data(), ld, dqkv.data() + q_dim, ld, nullptr, 0, dinv.data(), pos, n, s,
+                         k_only.layer(), testutil::as_bf16(q_out), nullptr);
+      EXPECT_TRUE(k_only.k.download() == steps.k.download()) << what;
+      const std::vector<uint16_t> v_rows = k_only.v.download();
+      EXPECT_TRUE(std::all_of(v_rows.begin(), v_rows.end(), [](uint16_t b) { return b == testutil::kPoisonBf16; }))
+          << what;
       // The GPU's sin/cos may move a bf16 rounding of q by one step.
       EXPECT_LT(relative_error(to_float(q_out.download()), q_expected), 2e-3) << what;
     }
