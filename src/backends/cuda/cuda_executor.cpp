@@ -373,10 +373,12 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_lo
   for (size_t done = 0; done < tokens.size();) {
     const size_t n = std::min<size_t>(tokens.size() - done, Prefill::max_rows());
     const int chunk_pos = pos + static_cast<int>(done);
+    // Without all logits, only the prompt's last row needs a final hidden state.
+    const bool last_row_only = !all_logits && done + n == tokens.size();
     if (lowrank_kv_)
-      prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_);
+      prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_, last_row_only);
     else
-      prefill_->run(tokens.subspan(done, n), chunk_pos, caches);
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, last_row_only);
     if (all_logits)
       FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));

@@ -70,9 +70,9 @@ void Prefill::reserve(int64_t n) {
   rows_ = n;
 }
 
-void Prefill::norm_rows(const float* gain, int64_t n) {
+void Prefill::norm_rows(const float* x, const float* gain, int64_t n) {
   const ModelConfig& c = weights_.config();
-  rmsnorm(x_.data(), gain, n, c.hidden, c.rms_eps, hb_.data(), ElementType::BF16, stream_);
+  rmsnorm(x, gain, n, c.hidden, c.rms_eps, hb_.data(), ElementType::BF16, stream_);
 }
 
 void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y,
@@ -87,7 +87,7 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
   if (l.bias) add_bias(y, out, l.bias, n, out, stream_);
 }
 
-void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, LowRankKv* lowrank) {
+void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, LowRankKv* lowrank) {
   const ModelConfig& c = weights_.config();
   const DeviceLayer& l = weights_.layers()[index];
   const int64_t ld = packed_ld_;
@@ -98,19 +98,19 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
   // packed_ (the dense parts' outputs) and the low-rank columns are rounded
   // into place. (The direct bf16 output took LLaMA-7B keep 0.5's 8192-token
   // prefill from 158.7 to 154.9 ms on H200: no fp32 round trip, no launch.)
-  auto packed_first = [&](const DevicePacked& p) {
+  auto packed_first = [&](const DevicePacked& p, int64_t rows) {
     const bool all_low_rank = std::all_of(p.parts.begin(), p.parts.end(),
                                           [](const DevicePacked::Part& part) { return part.second.data != nullptr; });
     if (all_low_rank) {
-      gemm_.run(padded_rows(p.first), hb_.data(), c.hidden, n, staged_b_.data(), ld, ElementType::BF16);
+      gemm_.run(padded_rows(p.first), hb_.data(), c.hidden, rows, staged_b_.data(), ld, ElementType::BF16);
       return;
     }
-    gemm_.run(p.first, hb_.data(), c.hidden, n, packed_.data(), ld, ElementType::F32);
+    gemm_.run(p.first, hb_.data(), c.hidden, rows, packed_.data(), ld, ElementType::F32);
     StageSegment segments[kMaxStageSegments];
     int count = 0;
     for (const DevicePacked::Part& part : p.parts)
       if (part.second.data) segments[count++] = {part.offset, part.rows, part.offset};
-    if (count > 0) stage_bf16(packed_.data(), ld, n, segments, count, staged_b_.data(), ld, stream_);
+    if (count > 0) stage_bf16(packed_.data(), ld, rows, segments, count, staged_b_.data(), ld, stream_);
   };
   // One part's output rows: its second factor applied to its staged columns,
   // or its slice of the packed output when dense; plus the bias.
@@ -118,28 +118,31 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
     float* p;
     int64_t ld;
   };
-  auto part_rows = [&](const DevicePacked::Part& part, float* scratch) {
+  auto part_rows = [&](const DevicePacked::Part& part, int64_t rows, float* scratch) {
     Rows r{packed_.data() + part.offset, ld};
     if (part.second.data) {
-      gemm_.run(padded_k(part.second), staged_b_.data() + part.offset, ld, n, scratch, part.second.rows,
+      gemm_.run(padded_k(part.second), staged_b_.data() + part.offset, ld, rows, scratch, part.second.rows,
                 ElementType::F32);
       r = {scratch, part.second.rows};
     }
     const int64_t cols = part.second.data ? part.second.rows : part.rows;
-    if (part.bias) add_bias(r.p, r.ld, part.bias, n, cols, stream_);
+    if (part.bias) add_bias(r.p, r.ld, part.bias, rows, cols, stream_);
     return r;
   };
 
-  // Attention block.
-  norm_rows(l.attn_norm, n);
-  packed_first(l.qkv);
+  // Attention block: q, k, v and the cache for all n rows, the rest for rows
+  // [row0, n) (m rows; hidden row r at x_ + r * hidden).
+  const int64_t m = n - row0;
+  float* x = x_.data() + row0 * c.hidden;
+  norm_rows(x_.data(), l.attn_norm, n);
+  packed_first(l.qkv, n);
   if (lowrank) {
     if (pos > 0) lowrank->rebuild(index, pos);  // the rows this chunk attends to besides its own
     lowrank->store_rows(index, staged_b_.data() + l.qkv.parts[1].offset, staged_b_.data() + l.qkv.parts[2].offset,
                         ld, pos, n);
   }
-  const Rows q = part_rows(l.qkv.parts[0], q_.data());
-  const Rows k = part_rows(l.qkv.parts[1], k_.data());
+  const Rows q = part_rows(l.qkv.parts[0], n, q_.data());
+  const Rows k = part_rows(l.qkv.parts[1], n, k_.data());
   // A low-rank v without bias goes from its GEMM straight into the cache rows
   // as bf16 (the rounding rope_store_kv_rows would apply): no fp32 round trip.
   const DevicePacked::Part& v_part = l.qkv.parts[2];
@@ -150,18 +153,20 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
     gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
               static_cast<__nv_bfloat16*>(cache.v) + pos * kv_dim, kv_dim, ElementType::BF16);
   } else {
-    v = part_rows(v_part, v_.data());
+    v = part_rows(v_part, n, v_.data());
   }
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   rope_store_kv_rows(q.p, q.ld, k.p, k.ld, v.p, v.ld, inv_freq_, pos, static_cast<int>(n), heads, cache,
                      q_b_.data(), stream_);
-  prefill_attention(q_b_.data(), cache, pos, static_cast<int>(n), heads, att_b_.data(), stream_);
-  linear(l.o, att_b_.data(), int64_t{c.n_heads} * c.head_dim, n, x_.data(), true);
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
+  prefill_attention(q_b_.data() + row0 * q_dim, cache, pos + static_cast<int>(row0), static_cast<int>(m), heads,
+                    att_b_.data(), stream_);
+  linear(l.o, att_b_.data(), q_dim, m, x, true);
 
   // MLP block.
-  norm_rows(l.mlp_norm, n);
+  norm_rows(x, l.mlp_norm, m);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-  packed_first(l.gate_up);
+  packed_first(l.gate_up, m);
   if (l.gate_up_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
     // buffer, in one batched GEMM: each half of the stacked second factor
@@ -169,44 +174,50 @@ void Prefill::layer(int index, int pos, int64_t n, const KvCacheLayer& cache, Lo
     const int64_t inter = c.intermediate;
     __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
     gemm_.run_batched(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + gate.offset, ld,
-                      up.offset - gate.offset, n, g, 2 * inter, inter, 2, ElementType::BF16);
-    silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, n, inter, act_b_.data(), ElementType::BF16, stream_);
+                      up.offset - gate.offset, m, g, 2 * inter, inter, 2, ElementType::BF16);
+    silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, m, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
-    const Rows g = part_rows(gate, gate_.data());
-    const Rows u = part_rows(up, up_.data());
-    silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, n, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
+    const Rows g = part_rows(gate, m, gate_.data());
+    const Rows u = part_rows(up, m, up_.data());
+    silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, m, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
-  linear(l.down, act_b_.data(), c.intermediate, n, x_.data(), true);
+  linear(l.down, act_b_.data(), c.intermediate, m, x, true);
 }
 
-void Prefill::start(std::span<const int32_t> tokens) {
+int64_t Prefill::start(std::span<const int32_t> tokens, bool last_row_only) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   check(n >= 1 && n <= max_rows(), kWhere, "chunk of ", n, " tokens (1..", max_rows(), ")");
   reserve(n);
+  final_row0_ = last_row_only ? n - 1 : 0;
+  chunk_rows_ = n;
   FSVD_CUDA_CHECK(cudaMemcpyAsync(tokens_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice,
                                   stream_));
   embedding_lookup(weights_.embed(), tokens_.data(), n, x_.data(), stream_);
+  return n;
 }
 
-void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches) {
+void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches,
+                  bool last_row_only) {
   check(caches.size() == weights_.layers().size(), kWhere, caches.size(), " caches for ",
         weights_.layers().size(), " layers");
-  start(tokens);
+  const int64_t n = start(tokens, last_row_only);
   for (size_t i = 0; i < caches.size(); ++i)
-    layer(static_cast<int>(i), pos, static_cast<int64_t>(tokens.size()), caches[i], nullptr);
+    layer(static_cast<int>(i), pos, n, i + 1 == caches.size() ? final_row0_ : 0, caches[i], nullptr);
 }
 
-void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank) {
-  start(tokens);
-  for (size_t i = 0; i < weights_.layers().size(); ++i)
-    layer(static_cast<int>(i), pos, static_cast<int64_t>(tokens.size()), lowrank.scratch(), &lowrank);
+void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, bool last_row_only) {
+  const int64_t n = start(tokens, last_row_only);
+  const size_t layers = weights_.layers().size();
+  for (size_t i = 0; i < layers; ++i)
+    layer(static_cast<int>(i), pos, n, i + 1 == layers ? final_row0_ : 0, lowrank.scratch(), &lowrank);
 }
 
 const float* Prefill::logits(int64_t n) {
-  check(n >= 1 && n <= rows_, kWhere, "logits of ", n, " rows after a chunk of ", rows_);
+  check(n >= 1 && n <= chunk_rows_ && final_row0_ == 0, kWhere, "logits of ", n, " rows after a chunk of ",
+        chunk_rows_, final_row0_ > 0 ? " run for its last row only" : "");
   const ModelConfig& c = weights_.config();
   grow(logits_, n * c.vocab);
-  norm_rows(weights_.final_norm(), n);
+  norm_rows(x_.data(), weights_.final_norm(), n);
   linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false);
   return logits_.data();
 }

@@ -27,31 +27,37 @@ class Prefill {
   // caches[l] rows [pos, pos + n) for every layer; with a low-rank KV cache,
   // its rank rows instead, attending over its scratch cache (rebuilt first
   // for rows before pos). The final hidden states (before the final norm)
-  // are left in hidden(): [n, hidden] fp32. Enqueued on the stream, not
-  // synchronized.
-  void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches);
-  void run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank);
-  // Logits [n, vocab] fp32 (device memory owned here) of the rows of the last
-  // run; enqueued, not synchronized.
+  // are left in hidden(): [n, hidden] fp32; with `last_row_only`, only row
+  // n - 1's (the last layer's attention output and MLP run for that row
+  // alone, all the next token needs; the caches are filled for every row).
+  // Enqueued on the stream, not synchronized.
+  void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches,
+           bool last_row_only = false);
+  void run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, bool last_row_only = false);
+  // Logits [n, vocab] fp32 (device memory owned here) of the first n rows of
+  // the last run, which must have computed every row; enqueued, not synchronized.
   const float* logits(int64_t n);
   const float* hidden() const { return x_.data(); }
   static constexpr int64_t max_rows() { return 4096; }
 
  private:
   void reserve(int64_t n);
-  void start(std::span<const int32_t> tokens);
-  // One layer over the chunk; `lowrank` (or null) as in run().
-  void layer(int index, int pos, int64_t n, const KvCacheLayer& cache, LowRankKv* lowrank);
+  // Embeds the chunk; returns its length.
+  int64_t start(std::span<const int32_t> tokens, bool last_row_only);
+  // One layer over the chunk of n rows, from the attention output on for rows
+  // [row0, n) only; `lowrank` (or null) as in run().
+  void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, LowRankKv* lowrank);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
-  // hb_ = bf16(rmsnorm(x_)) with gain `gain`.
-  void norm_rows(const float* gain, int64_t n);
+  // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.
+  void norm_rows(const float* x, const float* gain, int64_t n);
 
   const DeviceModel& weights_;
   const float* inv_freq_;
   cudaStream_t stream_;
   Gemm gemm_;
   int64_t rows_ = 0;  // capacity of the buffers, in tokens
+  int64_t chunk_rows_ = 0, final_row0_ = 0;  // the last run's rows, and its first with a final hidden state
   DeviceBuffer<int32_t> tokens_;
   // Row strides: packed first-factor outputs (fp32 in packed_, their
   // low-rank parts' columns as bf16 in staged_b_, both at the parts'
