@@ -109,7 +109,9 @@ DevicePacked DeviceModel::upload_packed(const PackedLinear& p, bool with_seconds
     out.bias = upload_vector(part.bias);
     rows += round_up8(part.rows);
   }
-  // The parts' rows of the host's stack, each part moved to its spaced offset.
+  // The parts' rows of the host's stack, each part moved to its spaced offset
+  // (uploaded once per stack: layers of a shared-basis group share it). The
+  // null second field keeps the key apart from upload_rows' keys.
   const int64_t cols = p.first.dim(1), ld = round_up8(cols);
   const Key key{p.first.data(), nullptr, rows, cols, ld};
   if (auto it = matrices_.find(key); it != matrices_.end()) {

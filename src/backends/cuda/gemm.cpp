@@ -96,7 +96,11 @@ void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const v
   check(status == CUBLAS_STATUS_SUCCESS && count > 0, "Gemm", "cuBLASLt offers no algorithm for [", p.m, ", ", p.k,
         "] x [", p.k, ", ", p.n, "] (", cublasGetStatusName(status), ")");
   plan.algo = found[0].algo;
-  if (p.n < kTuneMinRows || count == 1) return;
+  // Timing needs synchronization, which a stream being captured into a graph
+  // (the low-rank KV cache's rebuild in the decode step) does not allow.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  FSVD_CUDA_CHECK(cudaStreamIsCapturing(stream_, &capturing));
+  if (p.n < kTuneMinRows || count == 1 || capturing != cudaStreamCaptureStatusNone) return;
 
   // Time the candidates on the real operands. An accumulating product runs on
   // a copy of y, so y is added to once, by the caller's launch.

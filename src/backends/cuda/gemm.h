@@ -7,7 +7,9 @@
 // cuBLASLt descriptors once; from kTuneMinRows rows on, the first call also
 // times the heuristic's first kCandidates algorithms on the real operands and
 // keeps the fastest (the heuristic's first choice was up to 18% slower for
-// LLaMA-7B's rank-1024 products on H200: bench/kernels/gemm_algos_bench.cu).
+// LLaMA-7B's rank-1024 products on H200: bench/kernels/gemm_algos_bench.cu),
+// unless the stream is being captured into a graph: then the heuristic's
+// first choice is kept.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 

@@ -72,6 +72,45 @@ TEST(CudaGemm, MatchesCpuProduct) {
                                "rows [3, 5)"));
 }
 
+// A first call enqueued while its stream is captured into a graph (the
+// low-rank KV cache's rebuild in the decode step) cannot time algorithms,
+// which needs synchronization: it takes the heuristic's choice, and the
+// replayed graph computes the product.
+TEST(CudaGemm, FirstCallDuringGraphCaptureIsCapturedNotTimed) {
+  if (!testutil::have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const int64_t out = 40, in = 64, n = Gemm::kTuneMinRows + 3;
+  std::vector<float> w = testing::random_normal(out * in, 7), x = testing::random_normal(n * in, 8);
+  const std::vector<uint16_t> w_bits = testutil::round_to_bf16(w), x_bits = testutil::round_to_bf16(x);
+  DeviceBuffer<uint16_t> dw(w_bits.size()), dx(x_bits.size());
+  dw.upload(w_bits), dx.upload(x_bits);
+  DeviceBuffer<float> dy(n * out);
+  cudaStream_t stream = nullptr;
+  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
+  {
+    Gemm gemm(stream);
+    cudaGraph_t graph = nullptr;
+    FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    gemm.run(DeviceMatrix{dw.data(), out, in, in, ElementType::BF16}, dx.data(), in, n, dy.data(), out,
+             ElementType::F32);
+    FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+  std::vector<float> want(n * out);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (int64_t i = 0; i < in; ++i) acc += double{w[o * in + i]} * x[r * in + i];
+      want[r * out + o] = static_cast<float>(acc);
+    }
+  EXPECT_LT(testutil::relative_error(dy.download(), want), 1e-5);
+}
+
 }  // namespace
 }  // namespace fsvd::cuda
 
