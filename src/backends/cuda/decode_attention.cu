@@ -7,8 +7,9 @@
 // for fp32: the element type is a template parameter that only changes the
 // loads and their unpacking); a warp thus covers 32 / (head_dim / 8) rows per
 // load, and each of these lane groups runs its own online softmax (max, sum,
-// unnormalized output) over the rows it reads, kRows rows per step so that
-// one rescale serves several rows and several loads are in flight. Scores are
+// unnormalized output) over the rows it reads, in batches of rows so that
+// one rescale serves several rows, with the next batch's loads issued before
+// the current one is consumed (two register buffers). Scores are
 // kept in the log2 domain (q is pre-scaled by log2(e) / sqrt(head_dim), so
 // exp2f does the work). At the end the lane groups merge through shuffles,
 // the warps through shared memory, and the slice's (max, sum, output) goes to
@@ -168,7 +169,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   // (512-640 tokens in 16 slices) in one step instead of two (H200, LLaMA-7B
   // keep 0.5: decode 2.484 -> 2.465 ms at 512 tokens, 3.505 -> 3.463 at 8192).
   constexpr int kRows = (kHeads >= 8 ? 2 : kHeads == 1 ? 8 : 4) / kLoads;
+  // Those rows as two batches of half as many where there are two: the next
+  // batch's loads are in flight while the current one is consumed, in the
+  // same registers as one batch of kRows.
+  constexpr int kStages = kRows >= 2 ? 2 : 1;
+  constexpr int kBatch = kRows / kStages;
   constexpr int kWorkers = kWarps * kSlots;    // lane groups per CTA
+  constexpr int kStep = kWorkers * kBatch;     // rows a CTA covers per batch
   __shared__ float4 s_acc[kWarps][kHeads][kHeadDim / 4];
   __shared__ float s_m[kWarps][kHeads], s_l[kWarps][kHeads];
   __shared__ bool s_last;
@@ -196,19 +203,20 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   const int64_t stride = p.kv_dim / 8 * kLoads;  // row stride in 16-byte groups
   const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kLanesPerRow + c) * kLoads;
   const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kLanesPerRow + c) * kLoads;
-  Raw8<T> kw[kRows], vw[kRows];
-  bool ok[kRows];
-  auto load_rows = [&](int base) {
+  Raw8<T> kw[kStages][kBatch], vw[kStages][kBatch];
+  bool ok[kStages][kBatch];
+  // Batch `base` into buffer `stage` (a constant wherever this is inlined).
+  auto load_rows = [&](int stage, int base) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < kBatch; ++r) {
       const int row = base + r * kWorkers + slot;
-      ok[r] = row < cached_end;  // rows past the slice may hold anything: never read them
-      kw[r] = ok[r] ? load_cache8<T>(kp + row * stride) : Raw8<T>{};
-      vw[r] = ok[r] ? load_cache8<T>(vp + row * stride) : Raw8<T>{};
+      ok[stage][r] = row < cached_end;  // rows past the slice may hold anything: never read them
+      kw[stage][r] = ok[stage][r] ? load_cache8<T>(kp + row * stride) : Raw8<T>{};
+      vw[stage][r] = ok[stage][r] ? load_cache8<T>(vp + row * stride) : Raw8<T>{};
     }
   };
   const int first_base = row0 + warp * kSlots;
-  load_rows(first_base);
+  load_rows(0, first_base);
   // The angles of this lane's 8 dims, shared by q and k: they depend only on
   // pos and constants, so they are computed before the wait.
   const bool first_half = c < kHalfLanes;
@@ -272,42 +280,57 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     }
   }
 
-  // The loop bound is uniform across the warp (shuffles below need all lanes).
-  for (int base = first_base; base < cached_end; base += kWorkers * kRows) {
-    if (base != first_base) load_rows(base);
-    float s[kRows][kHeads];
+  // The online softmax over the batch in buffer `stage`.
+  auto consume = [&](int stage) {
+    float s[kBatch][kHeads];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < kBatch; ++r) {
       float kf[8];
-      unpack8(kw[r], kf);
+      unpack8(kw[stage][r], kf);
 #pragma unroll
       for (int g = 0; g < kHeads; ++g) {
         const float d = score(g, kf);
-        s[r][g] = ok[r] ? d : -INFINITY;
+        s[r][g] = ok[stage][r] ? d : -INFINITY;
       }
     }
-    float vf[kRows][8];
+    float vf[kBatch][8];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) unpack8(vw[r], vf[r]);
+    for (int r = 0; r < kBatch; ++r) unpack8(vw[stage][r], vf[r]);
 #pragma unroll
     for (int g = 0; g < kHeads; ++g) {
       float mx = s[0][g];
 #pragma unroll
-      for (int r = 1; r < kRows; ++r) mx = fmaxf(mx, s[r][g]);
+      for (int r = 1; r < kBatch; ++r) mx = fmaxf(mx, s[r][g]);
       const float m_new = fmaxf(m[g], mx), ref = finite_ref(m_new);
       const float corr = exp2f(m[g] - ref);
-      float pr[kRows], psum = 0;
+      float pr[kBatch], psum = 0;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) psum += pr[r] = exp2f(s[r][g] - ref);
+      for (int r = 0; r < kBatch; ++r) psum += pr[r] = exp2f(s[r][g] - ref);
       l[g] = fmaf(l[g], corr, psum);
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         float a = acc[g][e] * corr;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) a = fmaf(pr[r], vf[r][e], a);
+        for (int r = 0; r < kBatch; ++r) a = fmaf(pr[r], vf[r][e], a);
         acc[g][e] = a;
       }
       m[g] = m_new;
+    }
+  };
+  // Batches alternate between the buffers; each batch's successor is
+  // requested before it is consumed. The bounds are uniform across the warp
+  // (the shuffles in score() need all lanes).
+  for (int base = first_base; base < cached_end; base += kStages * kStep) {
+#pragma unroll
+    for (int stage = 0; stage < kStages; ++stage) {
+      const int batch = base + stage * kStep;
+      if (batch >= cached_end) break;
+      if constexpr (kStages == 1) {
+        if (batch != first_base) load_rows(0, batch);
+      } else if (batch + kStep < cached_end) {
+        load_rows(stage ^ 1, batch + kStep);
+      }
+      consume(stage);
     }
   }
 
