@@ -65,7 +65,7 @@ int main() {
         FSVD_CUDA_CHECK(cudaMemset(k[l], 0x3c, cache_bytes));  // ~0.01 in either type: finite, not zero
         FSVD_CUDA_CHECK(cudaMemset(v[l], 0x3c, cache_bytes));
       }
-      const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx, type);
+      const DecodeAttentionPlan plan = plan_decode_attention(shape, kMaxCtx);
       float *q, *kv_new, *inv_freq, *out, *ws;  // the token's k and v share one buffer here
       FSVD_CUDA_CHECK(cudaMalloc(&q, shape.n_heads * shape.head_dim * 4));
       FSVD_CUDA_CHECK(cudaMalloc(&kv_new, kv_dim * 4));

@@ -5,8 +5,9 @@
 // also times the fp32-weight mode (exact checks) of the same matrix. Then the
 // grouped launch: the q, k, v second factors as three gemv() calls against one
 // gemv_grouped(), back to back (`gemv_bench grouped` runs only that part).
-// Last, one decode layer's GEMV chain, 32 layers of distinct weights in one
-// graph, as the decode path calls the kernels and as plain gemv() calls
+// Last, one decode layer's GEMV chain (LLaMA-7B keep 0.5, then dense), 32
+// layers of distinct weights in one graph, as the decode path calls the
+// kernels: with automatic plans, then each step's launch shape swept in place
 // (`gemv_bench chain` runs only that part).
 //
 // Build and run from the repository root (CUDA 13, H100/H200):
@@ -36,7 +37,7 @@ constexpr double kPeakBytesPerSecond = 4.24e12;  // measured H200 copy bandwidth
 constexpr int kRepeats = 11;                      // graph replays timed; the median is reported
 constexpr int kMinLaunchesPerGraph = 200;
 
-enum class Kind { Plain, Residual, SiluInput, Norm };
+enum class Kind { Plain, Residual, SiluInput, Norm, SiluResidual };
 
 struct Shape {
   const char* name;
@@ -229,79 +230,157 @@ void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
   }
 }
 
-// One layer's GEMVs of LLaMA-7B at keep 0.5 (attention left out); each reads
-// the previous one's output, as in the decode step.
-enum Step { Qkv1, Qkv2, O1, O2, Gu1, GateUp2, Down1, Down2, kSteps };
-const Shape kLayer[kSteps] = {
-    {"q|k|v first", 3072, 4096, Kind::Norm},       {"q, k, v second", 3 * 4096, 1024, Kind::Plain},
-    {"o first", 1024, 4096, Kind::Plain},          {"o second", 4096, 1024, Kind::Residual},
-    {"gate|up first", 2984, 4096, Kind::Norm},     {"gate, up second", 2 * 11008, 1492, Kind::Plain},
-    {"down first", 1492, 11008, Kind::SiluInput},  {"down second", 4096, 1492, Kind::Residual}};
+// One layer's GEMVs as the decode step calls them (attention left out); each
+// reads the previous one's output. `parts` > 1: a grouped launch of that many
+// equal products [rows / parts, cols], each reading its own cols-wide slice
+// of the input (the q, k, v or gate, up second factors).
+struct ChainStep {
+  const char* name;
+  int64_t rows, cols;
+  Kind kind;
+  int parts = 1;
+};
+struct ChainLayer {
+  const char* name;
+  std::vector<ChainStep> steps;
+};
 
-// us per layer of the chain, over 32 layers in one graph: the decode path's
-// calls (norm fused, grouped second factors, SiLU staged, residual adds), then
-// every matrix as a plain gemv(), both with early_weights.
-void run_chain(cudaStream_t stream) {
-  constexpr int kLayers = 32;
-  constexpr int kRank = 1024, kMlpRank = 1492, kInter = 11008, kHidden = 4096;
-  std::vector<DeviceBuffer<__nv_bfloat16>> w;
-  double layer_bytes = 0;
-  for (int l = 0; l < kLayers; ++l)
-    for (int s = 0; s < kSteps; ++s) {
-      const Shape& sh = kLayer[s];
-      w.emplace_back(size_t(sh.rows) * ((sh.cols + 7) / 8 * 8));
-      // Scaled so that values stay finite along the 256-kernel chain.
-      fill_bf16<<<1024, 256, 0, stream>>>(w.back().data(), w.back().size(), 17 * l + s,
-                                          1.0f / std::sqrt(float(sh.cols)));
-      if (l == 0) layer_bytes += 2.0 * sh.rows * sh.cols;
-    }
-  DeviceBuffer<float> act0(65536), act1(65536), gain(kHidden);
-  fill_f32<<<64, 256, 0, stream>>>(act0.data(), act0.size(), 1);
-  fill_f32<<<64, 256, 0, stream>>>(act1.data(), act1.size(), 2);
-  fill_f32<<<64, 256, 0, stream>>>(gain.data(), gain.size(), 3);
-  FSVD_CUDA_CHECK(cudaGetLastError());
-  float* act[2] = {act0.data(), act1.data()};
-  auto matrix = [&](int l, int s) {
-    const Shape& sh = kLayer[s];
-    return DeviceMatrix{w[l * kSteps + s].data(), sh.rows, sh.cols, (sh.cols + 7) / 8 * 8};
-  };
-  const GemvConfig pdl{0, 0, true};
-  auto decode_call = [&](int l, int s, const float* x, float* y) {
-    const DeviceMatrix m = matrix(l, s);
-    const auto* base = static_cast<const __nv_bfloat16*>(m.data);
-    auto half_rows = [&](int i, int64_t rows) { return DeviceMatrix{base + size_t(i) * rows * m.ld, rows, m.cols, m.ld}; };
-    GemvGroup g[3];
-    switch (s) {
-      case Qkv1:
-      case Gu1: rmsnorm_gemv(m, x, gain.data(), 1e-5f, y, stream, pdl); break;
-      case Qkv2:
-        for (int i = 0; i < 3; ++i) g[i] = {half_rows(i, kHidden), DeviceVec::f32(x + i * kRank), y + i * kHidden};
-        gemv_grouped(g, 3, stream, pdl);
-        break;
-      case GateUp2:
-        for (int i = 0; i < 2; ++i) g[i] = {half_rows(i, kInter), DeviceVec::f32(x + i * kMlpRank), y + i * kInter};
-        gemv_grouped(g, 2, stream, pdl);
-        break;
-      case Down1: gemv(m, DeviceVec::silu_mul(x, x + kInter), y, stream, pdl); break;
-      case O2:
-      case Down2: gemv_residual(m, DeviceVec::f32(x), y, stream, pdl); break;
-      default: gemv(m, DeviceVec::f32(x), y, stream, pdl);
-    }
-  };
-  auto chain = [&](auto call) {
-    return double{kSteps} * time_per_call(stream, kLayers * kSteps,
-                                  [&](int i) { call(i / kSteps, i % kSteps, act[i % 2], act[(i + 1) % 2]); });
-  };
-  const double floor_us = layer_bytes / kPeakBytesPerSecond * 1e6;
-  std::printf("\nLayer chain, LLaMA-7B keep 0.5 GEMVs (%.1f MB a layer, floor %.2f us), 32 layers in one graph, "
-              "early_weights; us per layer, %% of floor\n", layer_bytes / 1e6, floor_us);
-  for (int round = 1; round <= 2; ++round) {
-    const double decode = chain(decode_call);
-    const double plain = chain([&](int l, int s, const float* x, float* y) {
-      gemv(matrix(l, s), DeviceVec::f32(x), y, stream, pdl);
+const ChainLayer kChains[] = {
+    {"LLaMA-7B keep 0.5",
+     {{"q|k|v first", 3072, 4096, Kind::Norm},
+      {"q, k, v second", 3 * 4096, 1024, Kind::Plain, 3},
+      {"o first", 1024, 4096, Kind::Plain},
+      {"o second", 4096, 1024, Kind::Residual},
+      {"gate|up first", 2984, 4096, Kind::Norm},
+      {"gate, up second", 2 * 11008, 1492, Kind::Plain, 2},
+      {"down first", 1492, 11008, Kind::SiluInput},
+      {"down second", 4096, 1492, Kind::Residual}}},
+    {"LLaMA-7B dense",
+     {{"q|k|v", 3 * 4096, 4096, Kind::Norm},
+      {"o", 4096, 4096, Kind::Residual},
+      {"gate|up", 2 * 11008, 4096, Kind::Norm},
+      {"down", 4096, 11008, Kind::SiluResidual}}},
+};
+
+// The layer chain of `layer` over 32 layers of distinct weights in one graph,
+// every call with early_weights: us per layer for per-step launch configs.
+class Chain {
+ public:
+  static constexpr int kLayers = 32;
+
+  Chain(const ChainLayer& layer, cudaStream_t stream) : layer_(layer), stream_(stream) {
+    for (int l = 0; l < kLayers; ++l)
+      for (size_t s = 0; s < steps(); ++s) {
+        const ChainStep& st = layer.steps[s];
+        w_.emplace_back(size_t(st.rows) * ld(st));
+        // Scaled so that values stay finite along the chain.
+        fill_bf16<<<1024, 256, 0, stream>>>(w_.back().data(), w_.back().size(), 17 * l + s,
+                                            1.0f / std::sqrt(float(st.cols)));
+        if (l == 0) bytes_ += 2.0 * st.rows * st.cols;
+      }
+    for (int i = 0; i < 2; ++i) fill_f32<<<64, 256, 0, stream>>>(act_[i].data(), act_[i].size(), 1 + i);
+    fill_f32<<<64, 256, 0, stream>>>(gain_.data(), gain_.size(), 3);
+    FSVD_CUDA_CHECK(cudaGetLastError());
+  }
+
+  size_t steps() const { return layer_.steps.size(); }
+  double floor_us() const { return bytes_ / kPeakBytesPerSecond * 1e6; }
+  double bytes() const { return bytes_; }
+
+  // us per layer; cfgs[s] is step s's config (early_weights is forced on).
+  double us(std::vector<GemvConfig> cfgs) const {
+    for (GemvConfig& c : cfgs) c.early_weights = true;
+    const int n = static_cast<int>(steps());
+    return n * time_per_call(stream_, kLayers * n, [&](int i) {
+      const int s = i % n;
+      call(i / n, s, cfgs[s], act_[i % 2].data(), act_[(i + 1) % 2].data());
     });
-    std::printf("round %d: as the decode path calls them %6.1f us (%3.0f%%) | plain gemv() %6.1f us (%3.0f%%)\n",
-                round, decode, 100 * floor_us / decode, plain, 100 * floor_us / plain);
+  }
+
+ private:
+  static int64_t ld(const ChainStep& st) { return (st.cols + 7) / 8 * 8; }
+
+  void call(int l, int s, GemvConfig cfg, const float* x, float* y) const {
+    const ChainStep& st = layer_.steps[s];
+    const DeviceMatrix m{w_[l * steps() + s].data(), st.rows, st.cols, ld(st)};
+    switch (st.kind) {
+      case Kind::Norm: rmsnorm_gemv(m, x, gain_.data(), 1e-5f, y, stream_, cfg); break;
+      case Kind::SiluInput: gemv(m, DeviceVec::silu_mul(x, x + st.cols), y, stream_, cfg); break;
+      case Kind::SiluResidual: gemv_residual(m, DeviceVec::silu_mul(x, x + st.cols), y, stream_, cfg); break;
+      case Kind::Residual: gemv_residual(m, DeviceVec::f32(x), y, stream_, cfg); break;
+      case Kind::Plain:
+        if (st.parts == 1) {
+          gemv(m, DeviceVec::f32(x), y, stream_, cfg);
+        } else {
+          GemvGroup g[kMaxGemvGroups];
+          const int64_t rows = st.rows / st.parts;
+          const auto* base = static_cast<const __nv_bfloat16*>(m.data);
+          for (int i = 0; i < st.parts; ++i)
+            g[i] = {DeviceMatrix{base + size_t(i) * rows * m.ld, rows, m.cols, m.ld}, DeviceVec::f32(x + i * st.cols),
+                    y + i * rows};
+          gemv_grouped(g, st.parts, stream_, cfg);
+        }
+        break;
+    }
+  }
+
+  const ChainLayer& layer_;
+  cudaStream_t stream_;
+  std::vector<DeviceBuffer<__nv_bfloat16>> w_;
+  DeviceBuffer<float> act_[2] = {DeviceBuffer<float>(65536), DeviceBuffer<float>(65536)};
+  DeviceBuffer<float> gain_{8192};
+  double bytes_ = 0;
+};
+
+std::string config_name(const GemvConfig& c) {
+  auto part = [](int v) { return v == 0 ? std::string("a") : std::to_string(v); };
+  return part(c.rows_per_warp) + "r" + part(c.warps) + "w" + part(c.splits) + "s";
+}
+
+// Each chain with automatic plans (twice), then, step by step, the chain with
+// that step's launch shape swept over rows per warp x slices (the other steps
+// automatic): the shape that makes the layer fastest is the step's best,
+// measured where it matters, between its real neighbours.
+void run_chain(const cudaDeviceProp& prop, cudaStream_t stream) {
+  for (const ChainLayer& layer : kChains) {
+    const Chain chain(layer, stream);
+    const std::vector<GemvConfig> automatic(chain.steps());
+    std::printf("\nLayer chain, %s GEMVs (%.1f MB a layer, floor %.2f us), %d layers in one graph, "
+                "early_weights; us per layer\n", layer.name, chain.bytes() / 1e6, chain.floor_us(), Chain::kLayers);
+    const double base = chain.us(automatic);
+    std::printf("automatic plans: %.2f us (%.0f%% of floor), again %.2f us\n", base,
+                100 * chain.floor_us() / base, chain.us(automatic));
+    std::vector<GemvConfig> best_cfgs = automatic;
+    for (size_t s = 0; s < chain.steps(); ++s) {
+      const ChainStep& st = layer.steps[s];
+      GemvGroup parts[kMaxGemvGroups];
+      for (int i = 0; i < st.parts; ++i) parts[i].w = DeviceMatrix{nullptr, st.rows / st.parts, st.cols, st.cols};
+      const GemvFusion fusion = st.kind == Kind::Norm ? GemvFusion::RmsNorm
+                                : st.kind == Kind::SiluInput || st.kind == Kind::SiluResidual ? GemvFusion::SiluMul
+                                                                                              : GemvFusion::None;
+      const GemvConfig pdl{0, 0, true};
+      const GemvPlan plan = st.parts > 1 ? plan_gemv_grouped(parts, st.parts, pdl, prop.multiProcessorCount)
+                                         : plan_gemv(st.rows, st.cols, pdl, prop.multiProcessorCount,
+                                                     ElementType::BF16, fusion);
+      std::printf("%-16s [%lld, %lld]%s auto %dr%dw%ds:", st.name, static_cast<long long>(st.rows / st.parts),
+                  static_cast<long long>(st.cols), st.parts > 1 ? " grouped" : "", plan.rows_per_warp, plan.warps,
+                  plan.splits);
+      double best = base;
+      std::string best_name = "auto";
+      for (int rows : {2, 4})
+        for (int splits : {1, 2, 4, 8}) {
+          std::vector<GemvConfig> cfgs = automatic;
+          cfgs[s] = GemvConfig{8, splits, true, rows};
+          const GemvPlan p = plan_gemv_grouped(parts, st.parts, cfgs[s], prop.multiProcessorCount);
+          if (p.splits != splits) continue;  // the columns give fewer slices: same as a smaller request
+          const double t = chain.us(cfgs);
+          std::printf(" %s %.2f", config_name(cfgs[s]).c_str(), t);
+          if (t < best) best = t, best_name = config_name(cfgs[s]), best_cfgs[s] = cfgs[s];
+        }
+      std::printf(" | best %s (%+.2f us)\n", best_name.c_str(), best - base);
+    }
+    const double all_best = chain.us(best_cfgs);
+    std::printf("every step at its best: %.2f us (%.0f%% of floor)\n", all_best, 100 * chain.floor_us() / all_best);
   }
 }
 
@@ -323,7 +402,7 @@ int run(bool grouped_only, bool chain_only) {
 
   if (grouped_only || chain_only) {
     if (grouped_only) run_grouped(prop, stream);
-    else run_chain(stream);
+    else run_chain(prop, stream);
     FSVD_CUDA_CHECK(cublasDestroy(handle));
     FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
     return 0;
@@ -357,6 +436,9 @@ int run(bool grouped_only, bool chain_only) {
         case Kind::Residual: gemv_residual(m, x, y.data(), stream, cfg); break;
         case Kind::SiluInput:
           gemv(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), y.data(), stream, cfg);
+          break;
+        case Kind::SiluResidual:
+          gemv_residual(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), y.data(), stream, cfg);
           break;
         case Kind::Norm: rmsnorm_gemv(m, x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
       }
@@ -443,7 +525,7 @@ int run(bool grouped_only, bool chain_only) {
                 percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(),
                 r.ours_f32w_us, percent_of_peak(2 * r.mb * 1e6, r.ours_f32w_us), r.diff);
   run_grouped(prop, stream);
-  run_chain(stream);
+  run_chain(prop, stream);
   FSVD_CUDA_CHECK(cublasDestroy(handle));
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   return 0;

@@ -107,7 +107,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
     k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
     v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
   }
-  attention_plan_ = plan_decode_attention(heads_, context, weights_->type());
+  attention_plan_ = plan_decode_attention(heads_, context);
 
   // Activation sizes: the widest of every layer (ranks may differ per layer).
   const DeviceLinear& head = weights_->lm_head();

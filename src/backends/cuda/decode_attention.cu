@@ -38,6 +38,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -433,15 +434,18 @@ KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
 
 }  // namespace
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, ElementType cache_type) {
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
   const char* where = "plan_decode_attention";
   check_head_shape(shape, where);
   check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
-  int device = 0, sm_count = 0, resident = 0;
+  int device = 0, sm_count = 0, resident = INT_MAX;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &resident, kernel_for(shape, cache_type), kThreads, 0));
+  for (ElementType type : {ElementType::BF16, ElementType::F32}) {
+    int fit = 0;
+    FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel_for(shape, type), kThreads, 0));
+    resident = std::min(resident, fit);
+  }
   const int group = shape.n_heads / shape.n_kv_heads;
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
@@ -467,7 +471,7 @@ void decode_attention(const float* q, const float* k, const float* v, const floa
   check(q != nullptr && k != nullptr && v != nullptr && inv_freq != nullptr && d_pos != nullptr &&
             workspace != nullptr && out != nullptr,
         where, "null argument");
-  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx, cache.type);
+  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 

@@ -24,10 +24,10 @@ struct DecodeAttentionPlan {
   size_t workspace_floats = 0;
 };
 
-// For the current device and a cache of `cache_type` values (the slice count
-// follows the SM count and how many CTAs of the chosen kernel fit on an SM).
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx,
-                                          ElementType cache_type = ElementType::BF16);
+// For the current device (the slice count follows the SM count and how many
+// CTAs of the shape's kernel fit on an SM). bf16 and fp32 caches get the same
+// plan, so the fp32 mode checks the partition bf16 runs.
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx);
 
 // The token's q: [n_heads * head_dim], k and v: [n_kv_heads * head_dim], fp32
 // before RoPE (not modified); inv_freq: [head_dim / 2] (rope_inv_freq). With
@@ -37,7 +37,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx,
 // the token's own row as stored). Rows past p are never read. A position
 // outside [0, max_ctx) writes no cache row and fills out with NaN, so the
 // error shows instead of corrupting memory. workspace: at least
-// plan_decode_attention(shape, cache.max_ctx, cache.type).workspace_floats
+// plan_decode_attention(shape, cache.max_ctx).workspace_floats
 // floats, zero-filled before its first use (each launch leaves it reusable).
 // `pdl`: launched as a programmatic dependent of the previous kernel — its
 // first cache reads, which no kernel of this step writes, overlap that

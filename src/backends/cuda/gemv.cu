@@ -69,8 +69,8 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kRowsPerWarp = 4;       // W rows per warp
-constexpr int kUnroll = 2;            // warp steps whose loads are in flight together
+constexpr int kLoadsInFlight = 8;     // 16-byte weight loads a lane issues before using any
+constexpr int kMaxRowsPerWarp = 4;    // W rows per warp: 2 or 4 (GemvConfig::rows_per_warp)
 constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per lane
 constexpr int kMaxChunkCols = 4096;   // columns per slice: its x in 16 KB of shared memory
 constexpr int kMaxSplits = 8;         // portable thread-block cluster size
@@ -261,10 +261,11 @@ __device__ __forceinline__ int find_operand(const Params& p) {
 
 // kGroups: how many entries of Params::op the launch may use (1, or
 // kMaxGemvGroups for gemv_grouped), so single GEMVs compile without the lookup.
-template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups>
+template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups, int kRowsPerWarp>
 __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarps)
     gemv_kernel(const __grid_constant__ Params p) {
   constexpr int kGroup = kGroupValues<T>;
+  constexpr int kUnroll = kLoadsInFlight / kRowsPerWarp;  // warp steps whose loads are in flight together
   extern __shared__ float4 smem_x4[];  // fp32 [chunk_cols], or [groups * kGroup] for the norm
   float* xs = reinterpret_cast<float*>(smem_x4);
   __shared__ float scratch[32];
@@ -384,7 +385,7 @@ struct Product {
   float* y;
 };
 
-template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups>
+template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups, int kRows>
 void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights,
                    cudaStream_t stream) {
   cudaLaunchConfig_t config{};
@@ -393,42 +394,52 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   cudaLaunchAttribute attrs[2] = {};
-  attrs[0].id = cudaLaunchAttributeClusterDimension;
-  attrs[0].val.clusterDim.x = plan.splits;
-  attrs[0].val.clusterDim.y = attrs[0].val.clusterDim.z = 1;
-  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[1].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = early_weights ? 1 : 0;
+  attrs[1].id = cudaLaunchAttributeClusterDimension;
+  attrs[1].val.clusterDim.x = plan.splits;
+  attrs[1].val.clusterDim.y = attrs[1].val.clusterDim.z = 1;
   config.attrs = attrs;
-  config.numAttrs = 2;
-  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kX, kNorm, kGroups>, p));
+  config.numAttrs = plan.splits > 1 ? 2 : 1;  // a cluster launch only where slices meet
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_kernel<T, kE, kX, kNorm, kGroups, kRows>, p));
 }
 
 // The single-product kernel instance for the epilogue and input kind.
-template <typename T, Epilogue kE>
+template <typename T, Epilogue kE, int kRows>
 void launch_for_input(XKind x, const Params& p, const GemvPlan& plan, size_t smem, bool early,
                       cudaStream_t stream) {
   if (x == XKind::BF16)
-    launch_kernel<T, kE, XKind::BF16, false, 1>(p, plan, smem, early, stream);
+    launch_kernel<T, kE, XKind::BF16, false, 1, kRows>(p, plan, smem, early, stream);
   else if (x == XKind::SiluMul)
-    launch_kernel<T, kE, XKind::SiluMul, false, 1>(p, plan, smem, early, stream);
+    launch_kernel<T, kE, XKind::SiluMul, false, 1, kRows>(p, plan, smem, early, stream);
   else
-    launch_kernel<T, kE, XKind::F32, false, 1>(p, plan, smem, early, stream);
+    launch_kernel<T, kE, XKind::F32, false, 1, kRows>(p, plan, smem, early, stream);
 }
 
 // The kernel instance for the request's epilogue, input kind and product count.
-template <typename T>
+template <typename T, int kRows>
 void launch_for(const Request& rq, XKind x, int count, const Params& p, const GemvPlan& plan, size_t smem,
                 bool early, cudaStream_t stream) {
   if (rq.norm)
-    launch_kernel<T, Epilogue::Store, XKind::F32, true, 1>(p, plan, smem, early, stream);
+    launch_kernel<T, Epilogue::Store, XKind::F32, true, 1, kRows>(p, plan, smem, early, stream);
   else if (rq.epilogue == Epilogue::Add)
-    launch_for_input<T, Epilogue::Add>(x, p, plan, smem, early, stream);
+    launch_for_input<T, Epilogue::Add, kRows>(x, p, plan, smem, early, stream);
   else if (count > 1)  // silu_mul inputs are refused for groups: no instance for them
-    (x == XKind::BF16 ? launch_kernel<T, Epilogue::Store, XKind::BF16, false, kMaxGemvGroups>
-                      : launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups>)(p, plan, smem, early,
-                                                                                             stream);
+    (x == XKind::BF16 ? launch_kernel<T, Epilogue::Store, XKind::BF16, false, kMaxGemvGroups, kRows>
+                      : launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups, kRows>)(
+        p, plan, smem, early, stream);
   else
-    launch_for_input<T, Epilogue::Store>(x, p, plan, smem, early, stream);
+    launch_for_input<T, Epilogue::Store, kRows>(x, p, plan, smem, early, stream);
+}
+
+// The instance for the weight type and the plan's rows per warp.
+template <typename T>
+void launch_for_rows(const Request& rq, XKind x, int count, const Params& p, const GemvPlan& plan, size_t smem,
+                     bool early, cudaStream_t stream) {
+  if (plan.rows_per_warp == 2)
+    launch_for<T, 2>(rq, x, count, p, plan, smem, early, stream);
+  else
+    launch_for<T, 4>(rq, x, count, p, plan, smem, early, stream);
 }
 
 void check_config(GemvConfig cfg, const char* where) {
@@ -436,6 +447,8 @@ void check_config(GemvConfig cfg, const char* where) {
         kMaxWarps);
   check(cfg.splits >= 0 && cfg.splits <= kMaxSplits, where, "splits ", cfg.splits, " not in 1..",
         kMaxSplits);
+  check(cfg.rows_per_warp == 0 || cfg.rows_per_warp == 2 || cfg.rows_per_warp == kMaxRowsPerWarp, where,
+        "rows per warp ", cfg.rows_per_warp, " not 2 or ", kMaxRowsPerWarp);
 }
 
 void check_count(int count, const char* where) {
@@ -444,13 +457,14 @@ void check_count(int count, const char* where) {
 }
 
 // The plan of one product for a request of `splits` column slices (0 counts as 1).
-GemvPlan plan_product(const DeviceMatrix& w, int warps, int64_t splits) {
+GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64_t splits) {
   check(w.rows >= 1 && w.cols >= 1, "plan_gemv", "empty matrix [", w.rows, ", ", w.cols, "]");
   const int64_t group = values_per_16_bytes(w.type);
   const int64_t groups = ceil_div(w.cols, group);
   GemvPlan plan;
   plan.warps = warps;
-  plan.tiles = static_cast<int>(ceil_div(w.rows, warps * kRowsPerWarp));
+  plan.rows_per_warp = rows_per_warp;
+  plan.tiles = static_cast<int>(ceil_div(w.rows, int64_t{warps} * rows_per_warp));
   splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
   int64_t chunk = ceil_div(groups, splits);
   if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
@@ -460,27 +474,59 @@ GemvPlan plan_product(const DeviceMatrix& w, int warps, int64_t splits) {
 }
 
 // The plans of `count` products launched together (plans[i] for product i)
-// and of the launch: common warps; one request of column slices, chosen over
-// all their row tiles; the launch's `splits` is the largest product's, its
-// `tiles` the sum and its `chunk_cols` the widest.
-GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, int sm_count, GemvPlan* plans) {
+// and of the launch: common warps and rows per warp; one request of column
+// slices, chosen over all their row tiles; the launch's `splits` is the
+// largest product's, its `tiles` the sum and its `chunk_cols` the widest.
+//
+// Automatic choices, from sweeping each launch shape inside the LLaMA-7B
+// decode chains (dense and keep 0.5) on H200 (bench/kernels/gemv_notes.md):
+// - slices: as many as keep the CTAs in one wave, each giving every warp at
+//   least one full batch of loads (SiLU·up: as many as that allows, which
+//   shortens each CTA's staging). A launch of more than one wave unsplit gets
+//   at least the slices that early_weights needs (rows <= 4 KB a slice).
+// - rows per warp: 4, which keeps the CTAs few where every CTA stages much
+//   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
+//   value); 2 for a plain or residual product of more than one wave (the
+//   gate, up second factors) or whose rows need slices for early_weights
+//   anyway when 2-row warps fill the wave with no more slices than that (the
+//   dense o projection; with 4-row warps it would need twice as many).
+GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool norm, int sm_count,
+                       GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
+  const bool silu = products[0].x.kind == XKind::SiluMul;
+  const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
+  int64_t groups = 0, row_bytes = 0;  // of the widest product
+  for (int i = 0; i < count; ++i) {
+    const DeviceMatrix& w = products[i].w;
+    groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
+    row_bytes = std::max(row_bytes, w.cols * element_bytes(w.type));
+  }
+  auto unsplit_tiles = [&](int rows_per_warp) {
+    int64_t tiles = 0;
+    for (int i = 0; i < count; ++i) tiles += plan_product(products[i].w, warps, rows_per_warp, 1).tiles;
+    return tiles;
+  };
+  const int64_t early_splits =
+      cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
+  int rows_per_warp = cfg.rows_per_warp;
+  if (rows_per_warp == 0) {
+    const bool light = !norm && !silu;  // a CTA stages only its slice of x
+    const bool more_than_a_wave = unsplit_tiles(kMaxRowsPerWarp) > slots;
+    const bool slices_needed_anyway = early_splits > 1 && slots / unsplit_tiles(2) <= early_splits;
+    rows_per_warp = light && (more_than_a_wave || slices_needed_anyway) ? 2 : kMaxRowsPerWarp;
+  }
   int64_t splits = cfg.splits;
   if (splits == 0) {
-    // As many slices as keep all CTAs resident in one wave, of at least two warp steps each.
-    int64_t tiles = 0, groups = 0;
-    for (int i = 0; i < count; ++i) {
-      const DeviceMatrix& w = products[i].w;
-      tiles += plan_product(w, warps, 1).tiles;
-      groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
-    }
-    const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
-    splits = std::min<int64_t>({slots / tiles, groups / (2 * kStepGroups), kMaxSplits});
+    const int64_t tiles = unsplit_tiles(rows_per_warp);
+    const int64_t deep = groups / (kLoadsInFlight / rows_per_warp * kStepGroups);
+    splits = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
+    if (tiles > slots) splits = std::max(splits, early_splits);
   }
   GemvPlan launch;
   launch.warps = warps;
+  launch.rows_per_warp = rows_per_warp;
   for (int i = 0; i < count; ++i) {
-    plans[i] = plan_product(products[i].w, warps, splits);
+    plans[i] = plan_product(products[i].w, warps, rows_per_warp, splits);
     launch.tiles += plans[i].tiles;
     launch.splits = std::max(launch.splits, plans[i].splits);
     launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
@@ -526,7 +572,7 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   GemvPlan plans[kMaxGemvGroups];
-  const GemvPlan plan = plan_products(products, count, cfg, sm_count, plans);
+  const GemvPlan plan = plan_products(products, count, cfg, rq.norm, sm_count, plans);
   check(int64_t{plan.tiles} * plan.splits <= INT_MAX, where, "too many rows for one launch");
 
   Params p{};
@@ -556,9 +602,9 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   const size_t smem = (rq.norm ? size_t(p.op[0].groups) * group : size_t(plan.chunk_cols)) * sizeof(float);
   const bool early = cfg.early_weights && plan.chunk_cols * element_bytes(type) <= kMaxEarlyChunkBytes;
   if (type == ElementType::F32)
-    launch_for<float>(rq, x_kind, count, p, plan, smem, early, stream);
+    launch_for_rows<float>(rq, x_kind, count, p, plan, smem, early, stream);
   else
-    launch_for<__nv_bfloat16>(rq, x_kind, count, p, plan, smem, early, stream);
+    launch_for_rows<__nv_bfloat16>(rq, x_kind, count, p, plan, smem, early, stream);
 }
 
 void launch_one(const Request& rq, const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream,
@@ -577,11 +623,14 @@ int to_products(const GemvGroup* groups, int count, const char* where, Product* 
 
 }  // namespace
 
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights) {
+GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights,
+                   GemvFusion fusion) {
   check_config(cfg, "plan_gemv");
-  const Product product{{nullptr, rows, cols, cols, weights}, {}, nullptr};
+  DeviceVec x;
+  if (fusion == GemvFusion::SiluMul) x.kind = XKind::SiluMul;
+  const Product product{{nullptr, rows, cols, cols, weights}, x, nullptr};
   GemvPlan plan;
-  return plan_products(&product, 1, cfg, sm_count, &plan);
+  return plan_products(&product, 1, cfg, fusion == GemvFusion::RmsNorm, sm_count, &plan);
 }
 
 GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count) {
@@ -589,7 +638,7 @@ GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, i
   check_config(cfg, where);
   Product products[kMaxGemvGroups];
   GemvPlan plans[kMaxGemvGroups];
-  return plan_products(products, to_products(groups, count, where, products), cfg, sm_count, plans);
+  return plan_products(products, to_products(groups, count, where, products), cfg, false, sm_count, plans);
 }
 
 void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, GemvConfig cfg) {

@@ -47,15 +47,21 @@ struct DeviceVec {
 // it requires that the previous kernel does not write W. It is ignored for
 // launches whose CTAs stream more than 4 KB of each row (2048 bf16 columns),
 // where it measured slower.
+//
+// `rows_per_warp` (2 or 4) trades rows for depth: a warp keeps the same
+// number of weight loads in flight either way, over fewer rows and more steps
+// of each, so matrices with few rows can fill the GPU with fewer slices.
 struct GemvConfig {
   int warps = 0;   // warps per CTA, 1..8
   int splits = 0;  // column slices, 1..8
   bool early_weights = false;
+  int rows_per_warp = 0;
 };
 
 // What a launch will do once automatic choices are made.
 struct GemvPlan {
   int warps = 0;
+  int rows_per_warp = 0;
   int splits = 0;      // slices actually launched (may be fewer than asked)
   int chunk_cols = 0;  // columns per slice (whole 512-byte warp steps unless cols is smaller)
   int tiles = 0;       // row tiles; the grid is tiles * splits CTAs
@@ -96,10 +102,14 @@ constexpr int kMaxGemvGroups = 4;
 // gives. The automatic choice counts the row tiles of all groups together.
 void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg = {});
 
+// What a launch fuses into the staging of its input (the automatic plan
+// depends on it): nothing, the RMSNorm (rmsnorm_gemv) or SiLU(gate)·up.
+enum class GemvFusion : uint8_t { None, RmsNorm, SiluMul };
+
 // The launch shape the functions above use for W [rows, cols] of `weights`
 // values on a GPU with sm_count SMs.
 GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count,
-                   ElementType weights = ElementType::BF16);
+                   ElementType weights = ElementType::BF16, GemvFusion fusion = GemvFusion::None);
 // The same for gemv_grouped (validates only count and cfg): `tiles` sums the
 // groups' row tiles, `splits` is the CTAs per row tile of every group (the
 // most any group needs; groups with fewer slices leave the rest idle), and

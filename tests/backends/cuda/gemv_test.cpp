@@ -133,7 +133,8 @@ double relative_error(const std::vector<float>& out, const std::vector<double>& 
 }
 
 std::string describe(GemvConfig c) {
-  return "warps " + std::to_string(c.warps) + " splits " + std::to_string(c.splits);
+  return "warps " + std::to_string(c.warps) + " splits " + std::to_string(c.splits) + " rows/warp " +
+         std::to_string(c.rows_per_warp);
 }
 
 class CudaGemv : public ::testing::Test {
@@ -147,7 +148,8 @@ class CudaGemv : public ::testing::Test {
 class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<ElementType> {};
 
 // Automatic choice, no split, an odd split with few warps, and the most splits.
-const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}};
+// Automatic, then explicit shapes: every rows-per-warp instance, split or not.
+const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1, false, 2}, {6, 3, false, 2}};
 
 TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
   const ElementType type = GetParam();
@@ -501,8 +503,9 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
           const GemvPlan p = plan_gemv(rows, cols, cfg, 132, type);
           SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
                        std::to_string(cols) + " " + describe(cfg));
-          EXPECT_GE(int64_t{p.tiles} * p.warps * 4, rows);  // 4 rows a warp
-          EXPECT_LT(int64_t{p.tiles - 1} * p.warps * 4, rows);
+          if (cfg.rows_per_warp > 0) EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
+          EXPECT_GE(int64_t{p.tiles} * p.warps * p.rows_per_warp, rows);
+          EXPECT_LT(int64_t{p.tiles - 1} * p.warps * p.rows_per_warp, rows);
           EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
           EXPECT_LT(int64_t{p.splits - 1} * p.chunk_cols, cols);
           EXPECT_LE(p.chunk_cols, 4096);
@@ -521,6 +524,30 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
     EXPECT_GE(narrow.tiles * narrow.splits, 132);
     EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
   }
+}
+
+// The automatic shapes of the LLaMA-7B decode launches (dense and keep 0.5)
+// with early_weights, as measured fastest in the decode chain on H200.
+TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
+  const GemvConfig pdl{0, 0, true};
+  auto plan = [&](int64_t rows, int64_t cols, GemvFusion fusion) {
+    const GemvPlan p = plan_gemv(rows, cols, pdl, 132, ElementType::BF16, fusion);
+    return std::make_tuple(p.rows_per_warp, p.warps, p.splits);
+  };
+  using F = GemvFusion;
+  EXPECT_EQ(plan(3072, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.5 q|k|v first
+  EXPECT_EQ(plan(1024, 4096, F::None), std::make_tuple(4, 8, 8));      // o first
+  EXPECT_EQ(plan(4096, 1024, F::None), std::make_tuple(4, 8, 2));      // o second
+  EXPECT_EQ(plan(1492, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // down first
+  EXPECT_EQ(plan(4096, 1492, F::None), std::make_tuple(4, 8, 2));      // down second
+  EXPECT_EQ(plan(12288, 4096, F::RmsNorm), std::make_tuple(4, 8, 1));  // dense q|k|v
+  EXPECT_EQ(plan(4096, 4096, F::None), std::make_tuple(2, 8, 2));      // dense o
+  EXPECT_EQ(plan(22016, 4096, F::RmsNorm), std::make_tuple(4, 8, 2));  // dense gate|up
+  EXPECT_EQ(plan(4096, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // dense down
+  const GemvGroup up{{nullptr, 11008, 1492, 1496}, {}, nullptr};
+  const GemvGroup gate_up[] = {up, up};
+  const GemvPlan g = plan_gemv_grouped(gate_up, 2, pdl, 132);  // gate, up second factors
+  EXPECT_EQ(std::make_tuple(g.rows_per_warp, g.splits), std::make_tuple(2, 1));
 }
 
 // A grouped launch of one product is planned like the single GEMV; more
@@ -542,11 +569,12 @@ TEST(GemvPlan, GroupedPlanCountsAllGroupsTiles) {
   const GemvGroup qkv[] = {group(4096, 1024, ElementType::BF16), group(4096, 1024, ElementType::BF16),
                            group(4096, 1024, ElementType::BF16)};
   const GemvPlan p = plan_gemv_grouped(qkv, 3, {}, 132);
+  EXPECT_EQ(p.rows_per_warp, 4);
   EXPECT_EQ(p.tiles, 384);
   EXPECT_EQ(p.splits, 1);
   // 11008 columns need 3 slices of <= 4096; the 8-column product gets one and idles the rest.
   const GemvGroup wide[] = {group(129, 11008, ElementType::BF16), group(7, 8, ElementType::BF16)};
-  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1}, 132);
+  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1, false, 4}, 132);
   EXPECT_EQ(w.splits, 3);
   EXPECT_EQ(w.tiles, 5 + 1);
 }
