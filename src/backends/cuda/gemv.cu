@@ -482,8 +482,10 @@ GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64
 // decode chains (dense and keep 0.5) on H200 (bench/kernels/gemv_notes.md):
 // - slices: as many as keep the CTAs in one wave, each giving every warp at
 //   least one full batch of loads (SiLU·up: as many as that allows, which
-//   shortens each CTA's staging). A launch of more than one wave unsplit gets
-//   at least the slices that early_weights needs (rows <= 4 KB a slice).
+//   shortens each CTA's staging). A norm launch of more than one wave
+//   unsplit gets at least the slices that early_weights needs (rows <= 4 KB
+//   a slice: the dense gate|up); the gate, up second factors at keep 0.7
+//   (2089 columns) decoded ~0.18 ms a token slower with them.
 // - rows per warp: 4, which keeps the CTAs few where every CTA stages much
 //   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
 //   value); 2 for a plain or residual product of more than one wave (the
@@ -520,7 +522,7 @@ GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool 
     const int64_t tiles = unsplit_tiles(rows_per_warp);
     const int64_t deep = groups / (kLoadsInFlight / rows_per_warp * kStepGroups);
     splits = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
-    if (tiles > slots) splits = std::max(splits, early_splits);
+    if (norm && tiles > slots) splits = std::max(splits, early_splits);
   }
   GemvPlan launch;
   launch.warps = warps;

@@ -503,7 +503,9 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
           const GemvPlan p = plan_gemv(rows, cols, cfg, 132, type);
           SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
                        std::to_string(cols) + " " + describe(cfg));
-          if (cfg.rows_per_warp > 0) EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
+          if (cfg.rows_per_warp > 0) {
+            EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
+          }
           EXPECT_GE(int64_t{p.tiles} * p.warps * p.rows_per_warp, rows);
           EXPECT_LT(int64_t{p.tiles - 1} * p.warps * p.rows_per_warp, rows);
           EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
@@ -548,6 +550,11 @@ TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
   const GemvGroup gate_up[] = {up, up};
   const GemvPlan g = plan_gemv_grouped(gate_up, 2, pdl, 132);  // gate, up second factors
   EXPECT_EQ(std::make_tuple(g.rows_per_warp, g.splits), std::make_tuple(2, 1));
+  // At keep 0.7 (rank 2089) their rows pass 4 KB: still unsplit (2 slices cost ~0.18 ms a token).
+  const GemvGroup up7{{nullptr, 11008, 2089, 2096}, {}, nullptr};
+  const GemvGroup gate_up7[] = {up7, up7};
+  const GemvPlan g7 = plan_gemv_grouped(gate_up7, 2, pdl, 132);
+  EXPECT_EQ(std::make_tuple(g7.rows_per_warp, g7.splits), std::make_tuple(2, 1));
 }
 
 // A grouped launch of one product is planned like the single GEMV; more
