@@ -20,4 +20,13 @@ int32_t Executor::forward_next(std::span<const int32_t>, int, const SamplingPara
   fail("Executor::forward_next", "this backend does not sample on the device");
 }
 
+int Executor::decode_stream(int32_t token, int pos, int count, const SamplingParams& params,
+                            const std::function<bool(int32_t)>& on_token) {
+  for (int i = 0; i < count; ++i) {
+    token = forward_next({&token, 1}, pos + i, params);
+    if (!on_token(token)) return i + 1;
+  }
+  return count;
+}
+
 }  // namespace fsvd

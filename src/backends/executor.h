@@ -2,6 +2,7 @@
 // One model instance on one device, with its KV cache. The runtime drives any
 // backend through this interface.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +42,14 @@ class Executor {
   // follows, chosen by `params`; the draw is keyed by params.seed and the last
   // token's position. The default throws.
   virtual int32_t forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params);
+  // A decode loop after forward_next: runs `token` at `pos`, then each token
+  // it samples at the next position, handing the sampled tokens to `on_token`
+  // in order until it returns false or `count` were handed; returns how many
+  // were. The cache then holds the positions of the tokens run. The default
+  // calls forward_next per token; the GPU starts each step before the
+  // previous one's token reaches the host.
+  virtual int decode_stream(int32_t token, int pos, int count, const SamplingParams& params,
+                            const std::function<bool(int32_t)>& on_token);
 };
 
 // The checks every forward() makes before touching its cache: tokens present

@@ -54,24 +54,37 @@ GenerateStats generate(Executor& executor, const Tokenizer& tokenizer,
 
   start = std::chrono::steady_clock::now();
   stats.stop_reason = "length";
-  int pos = static_cast<int>(prompt.size());
-  while (stats.generated_tokens < options.max_new_tokens) {
-    if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
+  int pos = static_cast<int>(prompt.size());  // where the next token runs
+  // Takes a sampled token; says whether to run it and sample the one after.
+  auto accept = [&](int32_t token) {
+    if (stats.generated_tokens >= options.max_new_tokens) return false;
+    if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
       stats.stop_reason = "eos";
-      break;
+      return false;
     }
     ++stats.generated_tokens;
-    emit(stop_text.push(stream.push(id)));
+    emit(stop_text.push(stream.push(token)));
     if (stop_text.stopped()) {
       stats.stop_reason = "stop_string";
-      break;
+      return false;
     }
-    if (stats.generated_tokens == options.max_new_tokens) break;
+    if (stats.generated_tokens == options.max_new_tokens) return false;
     if (pos >= executor.context_size()) {
       stats.stop_reason = "context";
-      break;
+      return false;
     }
-    id = next_token(std::span(&id, 1), pos++);
+    return true;
+  };
+  if (accept(id)) {
+    if (executor.samples_on_device()) {
+      executor.decode_stream(id, pos, executor.context_size() - pos, options.sampling, [&](int32_t next) {
+        ++pos;
+        return accept(next);
+      });
+    } else {
+      do id = next_token(std::span(&id, 1), pos++);
+      while (accept(id));
+    }
   }
   if (!stop_text.stopped()) {
     emit(stop_text.push(stream.flush()));

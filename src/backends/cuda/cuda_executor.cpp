@@ -133,7 +133,9 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   gate_ = DeviceBuffer<float>(c.intermediate);
   up_ = DeviceBuffer<float>(c.intermediate);
   logits_ = DeviceBuffer<float>(c.vocab);
-  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), sizeof(HostIo), cudaHostAllocDefault));
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), sizeof(HostIo), cudaHostAllocMapped));
+  FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), host_io_->ring, 0));
+  for (cudaEvent_t& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_logits_), c.vocab * sizeof(float),
                                 cudaHostAllocDefault));
   if (weights_->type() == ElementType::BF16)
@@ -144,6 +146,8 @@ CudaExecutor::~CudaExecutor() {
   // No throwing from a destructor: failures here mean a dead context anyway.
   for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
   for (cudaGraphExec_t g : sample_graphs_) cudaGraphExecDestroy(g);
+  for (cudaEvent_t e : step_done_)
+    if (e) cudaEventDestroy(e);
   if (stream_) cudaStreamDestroy(stream_);
   cudaFreeHost(host_io_);
   cudaFreeHost(host_logits_);
@@ -228,9 +232,6 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
 void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
   const ModelConfig& c = config_;
   if (piece == 0) {
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), &host_io_->token, sizeof(int32_t), cudaMemcpyHostToDevice,
-                                    stream));
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream));
     embedding_lookup(weights_->embed(), token_.data(), 1, x_.data(), stream);
   } else if (piece <= c.n_layers) {
     enqueue_layer(piece - 1, stream);
@@ -248,8 +249,7 @@ void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
     if (sampling_) {
       // The draw is keyed by the token's position, read on the device.
       sample_token(logits_.data(), c.vocab, *sampling_, pos_.data(), token_.data(), stream);
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(&host_io_->next, token_.data(), sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                      stream));
+      publish_token(token_.data(), pos_.data(), device_ring_, kTokenRing, stream);
     } else {
       FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream));
@@ -332,7 +332,9 @@ ExecutorStats CudaExecutor::stats() {
   });
   st.kernels_per_token = count_kernels(graph);
   cudaGraphDestroy(graph);
-  constexpr int kCopies = 3;  // token and position in, logits out
+  // The logits out; a step started from the host (not one of a decode
+  // stream) also copies its token and position in.
+  constexpr int kCopies = 1;
   st.launches_per_token = options_.graph == GraphMode::none    ? st.kernels_per_token + kCopies
                           : options_.graph == GraphMode::layer ? piece_count()
                                                                : 1;
@@ -340,28 +342,38 @@ ExecutorStats CudaExecutor::stats() {
   return st;
 }
 
-void CudaExecutor::decode_token(int32_t token, int pos) {
-  // The previous step has completed (forward synchronizes), so the pinned
-  // inputs are free to change.
+void CudaExecutor::set_step_inputs(int32_t token, int pos) {
+  // The previous step has completed (every caller synchronizes before
+  // returning), so the pinned inputs are free to change.
   host_io_->token = token;
   host_io_->pos = pos;
+  FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), &host_io_->token, sizeof(int32_t), cudaMemcpyHostToDevice,
+                                  stream_));
+  FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaExecutor::enqueue_step() {
   if (options_.graph == GraphMode::none) {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
-  } else {
-    // Sampling parameters are baked into the captured launch: other ones
-    // need a new capture.
-    std::vector<cudaGraphExec_t>& graphs = sampling_ ? sample_graphs_ : graphs_;
-    if (sampling_ && !graphs.empty() &&
-        std::memcmp(&sample_params_, sampling_, sizeof(SamplingParams)) != 0) {
-      for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphExecDestroy(g));
-      graphs.clear();
-    }
-    if (graphs.empty()) {
-      capture_graphs(graphs);
-      if (sampling_) sample_params_ = *sampling_;
-    }
-    for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+    return;
   }
+  // Sampling parameters are baked into the captured launch: other ones
+  // need a new capture.
+  std::vector<cudaGraphExec_t>& graphs = sampling_ ? sample_graphs_ : graphs_;
+  if (sampling_ && !graphs.empty() && std::memcmp(&sample_params_, sampling_, sizeof(SamplingParams)) != 0) {
+    for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphExecDestroy(g));
+    graphs.clear();
+  }
+  if (graphs.empty()) {
+    capture_graphs(graphs);
+    if (sampling_) sample_params_ = *sampling_;
+  }
+  for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+}
+
+void CudaExecutor::decode_token(int32_t token, int pos) {
+  set_step_inputs(token, pos);
+  enqueue_step();
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -422,7 +434,43 @@ int32_t CudaExecutor::forward_next(std::span<const int32_t> tokens, int pos, con
     throw;
   }
   sampling_ = nullptr;
-  return host_io_->next;
+  return published_token(pos + static_cast<int>(tokens.size()) - 1);
+}
+
+int CudaExecutor::decode_stream(int32_t token, int pos, int count, const SamplingParams& params,
+                                const std::function<bool(int32_t)>& on_token) {
+  const char* where = "CudaExecutor::decode_stream";
+  check(count >= 1, where, "count ", count, " must be positive");
+  check_forward_request(where, std::span(&token, 1), pos, filled_, context_, config_.vocab);
+  check(count <= context_ - pos, where, count, " steps from position ", pos, " exceed the context size ", context_);
+  check_sampling_params(params);
+  sampling_ = &params;
+  filled_ = pos;
+  int handed = 0;
+  try {
+    set_step_inputs(token, pos);
+    // Step i runs at pos + i and is queued while step i - 1's token travels
+    // to the host. A step queued past a stop runs for nothing: its cache row
+    // lies past filled_.
+    auto queue = [&](int i) {
+      enqueue_step();
+      FSVD_CUDA_CHECK(cudaEventRecord(step_done_[i % 2], stream_));
+    };
+    queue(0);
+    for (bool more = true; more && handed < count; ++handed) {
+      if (handed + 1 < count) queue(handed + 1);
+      FSVD_CUDA_CHECK(cudaEventSynchronize(step_done_[handed % 2]));
+      filled_ = pos + handed + 1;
+      more = on_token(published_token(pos + handed));
+    }
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } catch (...) {
+    cudaStreamSynchronize(stream_);
+    sampling_ = nullptr;
+    throw;
+  }
+  sampling_ = nullptr;
+  return handed;
 }
 
 void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,

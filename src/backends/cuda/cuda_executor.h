@@ -70,11 +70,18 @@ class CudaExecutor : public Executor {
   ExecutorStats stats() override;
   bool samples_on_device() const override { return true; }
   int32_t forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) override;
+  // Each step is queued before the previous one's token is read on the host:
+  // the token and position stay on the device from step to step.
+  int decode_stream(int32_t token, int pos, int count, const SamplingParams& params,
+                    const std::function<bool(int32_t)>& on_token) override;
 
  private:
-  // The decode step in pieces: 0 copies the token and position in and looks up
-  // the embedding, 1..n_layers are the layers, n_layers + 1 is the head and
-  // the copy of the logits out. One graph per piece in layer mode.
+  // The decode step in pieces: 0 looks up the embedding of the token in
+  // token_ (at the position in pos_), 1..n_layers are the layers, n_layers + 1
+  // is the head and then the copy of the logits out, or, while sampling_ is
+  // set, the token sampled into token_ and published to the host ring (pos_
+  // moves on: the next step of a stream needs nothing from the host). One
+  // graph per piece in layer mode.
   int piece_count() const { return config_.n_layers + 2; }
   void enqueue_piece(int piece, cudaStream_t stream);
   void enqueue_layer(int index, cudaStream_t stream);
@@ -88,8 +95,14 @@ class CudaExecutor : public Executor {
                      cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
   void capture_graphs(std::vector<cudaGraphExec_t>& graphs);
+  // Copies the token and position a step starts from to the device.
+  void set_step_inputs(int32_t token, int pos);
+  // Queues one decode step (capturing its graphs on first use).
+  void enqueue_step();
+  // The token sampled by the step at `pos`, once that step has completed.
+  int32_t published_token(int pos) const { return host_io_->ring[pos % kTokenRing]; }
   // One token through the decode step; its logits land in host_logits_, or,
-  // while sampling_ is set, the next token in host_io_->next.
+  // while sampling_ is set, the next token in published_token(pos).
   void decode_token(int32_t token, int pos);
   // Dense mode: the layer's slice of the cache.
   KvCacheLayer layer_cache(int layer) const;
@@ -120,13 +133,17 @@ class CudaExecutor : public Executor {
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<int32_t> token_;
   DeviceBuffer<int> pos_;
-  // Pinned host mirrors the captured copies read and write.
+  // Pinned host memory, mapped for the device: what a step started from the
+  // host copies in, and the sampled tokens by position.
+  static constexpr int kTokenRing = 4;
   struct HostIo {
     int32_t token;
     int pos;
-    int32_t next;  // the sampled next token
+    int32_t ring[kTokenRing];
   };
   HostIo* host_io_ = nullptr;
+  int32_t* device_ring_ = nullptr;  // host_io_->ring as the device addresses it
+  cudaEvent_t step_done_[2] = {};   // alternating over a stream's steps
   float* host_logits_ = nullptr;
   // Activations of one token.
   DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_,

@@ -116,6 +116,12 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* log
   }
 }
 
+__global__ void publish_token_kernel(const int32_t* token, int32_t* pos, int32_t* ring, int ring_size) {
+  const int32_t p = *pos;
+  ring[p % ring_size] = *token;
+  *pos = p + 1;
+}
+
 }  // namespace
 
 void embedding_lookup(const DeviceMatrix& table, const int32_t* d_tokens, int64_t n, float* x,
@@ -158,6 +164,14 @@ void argmax(const float* logits, int64_t n, int32_t* d_index, cudaStream_t strea
   check(n >= 1 && n < INT32_MAX, where, n, " logits");
   argmax_kernel<<<1, kArgmaxThreads, 0, stream>>>(logits, static_cast<int>(n), d_index);
   FSVD_CUDA_CHECK_LAUNCH("argmax_kernel");
+}
+
+void publish_token(const int32_t* d_token, int32_t* d_pos, int32_t* ring, int ring_size, cudaStream_t stream) {
+  const char* where = "publish_token";
+  check(d_token != nullptr && d_pos != nullptr && ring != nullptr, where, "null argument");
+  check(ring_size >= 2, where, "ring of ", ring_size, " slots (at least 2)");
+  publish_token_kernel<<<1, 1, 0, stream>>>(d_token, d_pos, ring, ring_size);
+  FSVD_CUDA_CHECK_LAUNCH("publish_token_kernel");
 }
 
 }  // namespace fsvd::cuda

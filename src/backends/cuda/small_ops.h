@@ -1,6 +1,6 @@
 #pragma once
 // The small ops around the decode step's GEMVs: embedding row gather, the
-// final RMSNorm and greedy argmax. Inputs that change per token (the token
+// final RMSNorm, greedy argmax and handing the sampled token to the host. Inputs that change per token (the token
 // id) are read from device memory so a captured graph can be replayed.
 #include <cuda_runtime_api.h>
 
@@ -27,5 +27,12 @@ void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, 
 // *d_index = the lowest index of the largest of logits[0, n); NaN values never
 // win (all NaN gives 0). One launch of one CTA; n up to 2^31 - 1.
 void argmax(const float* logits, int64_t n, int32_t* d_index, cudaStream_t stream);
+
+// The end of a decode step that sampled *d_token at position p = *d_pos:
+// ring[p % ring_size] = *d_token, then *d_pos = p + 1, the next step's
+// position. `ring` is host memory mapped for the device (cudaHostAllocMapped),
+// so the token reaches the host with no copy, in a slot the following step
+// does not touch while the host reads it (ring_size >= 2).
+void publish_token(const int32_t* d_token, int32_t* d_pos, int32_t* ring, int ring_size, cudaStream_t stream);
 
 }  // namespace fsvd::cuda

@@ -259,7 +259,7 @@ TEST(CudaExecutorGraphs, EveryModeGivesTheSameLogits) {
     }
     const ExecutorStats st = gpu.stats();
     EXPECT_GT(st.kernels_per_token, 4 * m.config.n_layers);
-    const int launches[] = {st.kernels_per_token + 3, m.config.n_layers + 2, 1};
+    const int launches[] = {st.kernels_per_token + 1, m.config.n_layers + 2, 1};  // + the logits copy
     EXPECT_EQ(st.launches_per_token, launches[static_cast<int>(mode)]) << graph_mode_name(mode);
     EXPECT_EQ(st.capture_ms > 0, mode != GraphMode::none);
     runs.push_back(std::move(all));
@@ -302,6 +302,52 @@ TEST(CudaExecutorSampling, ForwardNextMatchesHostArgmaxAndIsSeeded) {
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   for (int32_t t : a) EXPECT_TRUE(t >= 0 && t < vocab);
+}
+
+// A decode stream hands the tokens forward_next steps give, stops where its
+// callback says (or after `count`), leaves the cache at the tokens run (a
+// forward_next after the stop continues as the unstopped run does), and
+// greets bad requests with errors.
+TEST(CudaExecutorSampling, DecodeStreamEqualsForwardNextStepsAndStopsWhereTold) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Model m = testing::random_model(cases()[1].spec);
+  const std::vector<int32_t> prompt{9, 8, 7, 6, 5};
+  const int pos0 = static_cast<int>(prompt.size());
+  for (GraphMode mode : {GraphMode::none, GraphMode::layer, GraphMode::model}) {
+    for (const SamplingParams& p : {SamplingParams{}, SamplingParams{0.8f, 40, 0.9f, 11}}) {
+      SCOPED_TRACE(std::string(graph_mode_name(mode)) + " temperature " + std::to_string(p.temperature));
+      CudaExecutor stepwise(m, 32, CudaOptions{ElementType::BF16, mode});
+      std::vector<int32_t> want{stepwise.forward_next(prompt, 0, p)};
+      for (int pos = pos0; pos < pos0 + 12; ++pos) want.push_back(stepwise.forward_next({&want.back(), 1}, pos, p));
+
+      CudaExecutor streamed(m, 32, CudaOptions{ElementType::BF16, mode});
+      std::vector<int32_t> got{streamed.forward_next(prompt, 0, p)};
+      auto collect = [&](int32_t t) {
+        got.push_back(t);
+        return true;
+      };
+      EXPECT_EQ(streamed.decode_stream(got.back(), pos0, 6, p, collect), 6);
+      // Stopped by the callback after 3 more, with one step queued past the stop.
+      int left = 3;
+      const int handed = streamed.decode_stream(got.back(), pos0 + 6, 20, p, [&](int32_t t) {
+        got.push_back(t);
+        return --left > 0;
+      });
+      EXPECT_EQ(handed, 3);
+      got.push_back(streamed.forward_next({&got.back(), 1}, pos0 + 9, p));
+      got.push_back(streamed.forward_next({&got.back(), 1}, pos0 + 10, p));
+      got.push_back(streamed.forward_next({&got.back(), 1}, pos0 + 11, p));
+      EXPECT_EQ(got, want);
+    }
+  }
+  CudaExecutor gpu(m, 16);
+  const int32_t first = gpu.forward_next(prompt, 0, SamplingParams{});
+  auto any = [](int32_t) { return true; };
+  EXPECT_THROW(gpu.decode_stream(first, pos0, 0, SamplingParams{}, any), Error);
+  EXPECT_THROW(gpu.decode_stream(first, pos0, 12, SamplingParams{}, any), Error);  // past the context
+  EXPECT_THROW(gpu.decode_stream(first, pos0 + 1, 2, SamplingParams{}, any), Error);  // a gap in the cache
+  EXPECT_THROW(gpu.decode_stream(-1, pos0, 2, SamplingParams{}, any), Error);
+  EXPECT_EQ(gpu.decode_stream(first, pos0, 11, SamplingParams{}, any), 11);  // up to the last position
 }
 
 // Unpacked launches (the ablation) compute the same step: one launch per part

@@ -1,5 +1,6 @@
 // embedding_lookup, rmsnorm and argmax against plain CPU versions (cpu::rmsnorm
-// for the norm) on odd sizes, with poisoned outputs.
+// for the norm) on odd sizes, with poisoned outputs; publish_token into mapped
+// host memory.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/small_ops.h"
@@ -157,6 +158,33 @@ TEST_F(CudaSmallOps, ArgmaxSkipsNaNAndHandlesInfinities) {
     argmax(dv.data(), cases[c].size(), index.data(), nullptr);
     EXPECT_EQ(index.download()[0], expected[c]) << "case " << c;
   }
+}
+
+// Each call lands the token in slot pos % ring_size of host memory the device
+// writes directly, and moves the position on; other slots keep their values.
+TEST_F(CudaSmallOps, PublishTokenFillsTheRingSlotOfItsPositionAndAdvances) {
+  constexpr int kRing = 3;
+  int32_t* host = nullptr;
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host), kRing * sizeof(int32_t), cudaHostAllocMapped));
+  int32_t* ring = nullptr;
+  FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ring), host, 0));
+  for (int i = 0; i < kRing; ++i) host[i] = -1;
+  DeviceBuffer<int32_t> token(1), pos(1);
+  pos.upload(std::vector<int32_t>{7});
+  for (int step = 0; step < 5; ++step) {
+    const int32_t t = 100 + step;
+    token.upload(std::vector<int32_t>{t});
+    publish_token(token.data(), pos.data(), ring, kRing, nullptr);
+    FSVD_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(host[(7 + step) % kRing], t) << "step " << step;
+    EXPECT_EQ(pos.download()[0], 8 + step);
+    if (step == 0) {
+      EXPECT_EQ(host[(7 + 1) % kRing], -1);
+    }
+  }
+  EXPECT_THROW(publish_token(token.data(), pos.data(), ring, 1, nullptr), Error);
+  EXPECT_THROW(publish_token(nullptr, pos.data(), ring, kRing, nullptr), Error);
+  FSVD_CUDA_CHECK(cudaFreeHost(host));
 }
 
 TEST(CudaSmallOpsArgs, RejectEmptyOrNullInputs) {
