@@ -13,6 +13,7 @@
 #include "backends/cuda/sampling.h"
 
 using namespace fsvd::cuda;
+using fsvd::SamplingParams;
 
 namespace {
 
@@ -29,7 +30,7 @@ std::vector<float> make_logits(int n, bool peaked, unsigned seed) {
   return l;
 }
 
-double us_per_call(const DeviceBuffer<float>& logits, int n, const SamplingConfig& c,
+double us_per_call(const DeviceBuffer<float>& logits, int n, const SamplingParams& c,
                    const DeviceBuffer<int32_t>& step, DeviceBuffer<int32_t>& token,
                    cudaStream_t stream) {
   cudaGraph_t graph;
@@ -59,7 +60,7 @@ double us_per_call(const DeviceBuffer<float>& logits, int n, const SamplingConfi
 }  // namespace
 
 int main() {
-  const SamplingConfig configs[] = {{0.0f, 0, 1.0f, 1},  {1.0f, 0, 1.0f, 1},    {0.8f, 50, 1.0f, 1},
+  const SamplingParams configs[] = {{0.0f, 0, 1.0f, 1},  {1.0f, 0, 1.0f, 1},    {0.8f, 50, 1.0f, 1},
                                     {0.8f, 0, 0.9f, 1},  {0.8f, 50, 0.9f, 1},   {1.0f, 0, 0.99f, 1},
                                     {1.0f, 1000, 1.0f, 1}, {0.6f, 40, 0.95f, 1}};
   cudaStream_t stream;
@@ -73,7 +74,7 @@ int main() {
       DeviceBuffer<float> logits(n);
       logits.upload(make_logits(n, peaked, 1234 + n));
       DeviceBuffer<uint8_t> kept(n);
-      for (const SamplingConfig& c : configs) {
+      for (const SamplingParams& c : configs) {
         int kept_count = 1;
         if (c.temperature > 0) {
           sample_token(logits.data(), n, c, step.data(), token.data(), stream, kept.data());
