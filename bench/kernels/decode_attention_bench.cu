@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/event_timer.h"
 #include "backends/cuda/decode_attention.h"
 #include "backends/cuda/small_ops.h"
 
@@ -27,17 +28,9 @@ float time_graph(cudaStream_t s, F graph_body, int calls) {
   graph_body();
   FSVD_CUDA_CHECK(cudaStreamEndCapture(s, &g));
   FSVD_CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
-  cudaEvent_t a, b;
-  FSVD_CUDA_CHECK(cudaEventCreate(&a));
-  FSVD_CUDA_CHECK(cudaEventCreate(&b));
   std::vector<float> ms;
   for (int r = 0; r < kReps + 3; ++r) {
-    FSVD_CUDA_CHECK(cudaEventRecord(a, s));
-    FSVD_CUDA_CHECK(cudaGraphLaunch(e, s));
-    FSVD_CUDA_CHECK(cudaEventRecord(b, s));
-    FSVD_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    FSVD_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    const float t = elapsed_ms(s, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(e, s)); });
     if (r >= 3) ms.push_back(t);
   }
   std::sort(ms.begin(), ms.end());

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/event_timer.h"
 #include "backends/cuda/device_buffer.h"
 
 using namespace fsvd::cuda;
@@ -42,23 +43,10 @@ const Shape kShapes[] = {
 };
 
 double median_us(const std::function<void()>& call) {
-  cudaEvent_t a, b;
-  FSVD_CUDA_CHECK(cudaEventCreate(&a));
-  FSVD_CUDA_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < 3; ++i) call();
   std::vector<float> t;
-  for (int i = 0; i < 15; ++i) {
-    FSVD_CUDA_CHECK(cudaEventRecord(a));
-    call();
-    FSVD_CUDA_CHECK(cudaEventRecord(b));
-    FSVD_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3f);
-  }
+  for (int i = 0; i < 15; ++i) t.push_back(elapsed_ms(nullptr, call) * 1e3f);
   std::sort(t.begin(), t.end());
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
   return t[t.size() / 2];
 }
 

@@ -27,6 +27,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_buffer.h"
+#include "backends/cuda/event_timer.h"
 #include "backends/cuda/gemv.h"
 
 using namespace fsvd::cuda;
@@ -95,22 +96,10 @@ double time_per_call(cudaStream_t stream, int launches, const std::function<void
   for (int i = 0; i < launches; ++i) enqueue(i);
   FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  cudaEvent_t start, stop;
-  FSVD_CUDA_CHECK(cudaEventCreate(&start));
-  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
   for (int warm = 0; warm < 2; ++warm) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
   std::vector<double> us;
-  for (int r = 0; r < kRepeats; ++r) {
-    FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
-    FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
-    FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    us.push_back(1000.0 * ms / launches);
-  }
-  FSVD_CUDA_CHECK(cudaEventDestroy(start));
-  FSVD_CUDA_CHECK(cudaEventDestroy(stop));
+  for (int r = 0; r < kRepeats; ++r)
+    us.push_back(1000.0 * elapsed_ms(stream, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }) / launches);
   FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
   std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/event_timer.h"
 #include "backends/cuda/prefill_attention.h"
 
 using namespace fsvd::cuda;
@@ -49,22 +50,9 @@ T* device_random(size_t n, uint32_t seed) {
 // Median ms of one call of f on stream s.
 template <typename F>
 float time_ms(cudaStream_t s, F f) {
-  cudaEvent_t a, b;
-  FSVD_CUDA_CHECK(cudaEventCreate(&a));
-  FSVD_CUDA_CHECK(cudaEventCreate(&b));
   for (int r = 0; r < kWarmup; ++r) f();
   std::vector<float> ms;
-  for (int r = 0; r < kReps; ++r) {
-    FSVD_CUDA_CHECK(cudaEventRecord(a, s));
-    f();
-    FSVD_CUDA_CHECK(cudaEventRecord(b, s));
-    FSVD_CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    FSVD_CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  FSVD_CUDA_CHECK(cudaEventDestroy(a));
-  FSVD_CUDA_CHECK(cudaEventDestroy(b));
+  for (int r = 0; r < kReps; ++r) ms.push_back(elapsed_ms(s, f));
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }

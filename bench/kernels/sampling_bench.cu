@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_buffer.h"
+#include "backends/cuda/event_timer.h"
 #include "backends/cuda/sampling.h"
 
 using namespace fsvd::cuda;
@@ -41,17 +42,9 @@ double us_per_call(const DeviceBuffer<float>& logits, int n, const SamplingParam
   FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-  cudaEvent_t start, stop;
-  FSVD_CUDA_CHECK(cudaEventCreate(&start));
-  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
-  FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
-  for (int r = 0; r < kReplays; ++r) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
-  FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  FSVD_CUDA_CHECK(cudaEventDestroy(start));
-  FSVD_CUDA_CHECK(cudaEventDestroy(stop));
+  const float ms = elapsed_ms(stream, [&] {
+    for (int r = 0; r < kReplays; ++r) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  });
   FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
   return 1000.0 * ms / (kReplays * kCallsPerGraph);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/event_timer.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
@@ -25,23 +26,6 @@ cublasLtMatrixLayout_t layout(ElementType type, int64_t rows, int64_t cols, int6
         cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step, sizeof(step)));
   }
   return l;
-}
-
-// Milliseconds between two events recorded around `work` on `stream`.
-template <typename F>
-float time_ms(cudaStream_t stream, F work) {
-  cudaEvent_t start, stop;
-  FSVD_CUDA_CHECK(cudaEventCreate(&start));
-  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
-  FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
-  work();
-  FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
-  FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms;
 }
 
 }  // namespace
@@ -113,7 +97,7 @@ void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const v
   float best = 0;
   for (int i = 0; i < count; ++i) {
     launch(p, plan, found[i].algo, a, b, out);  // warm-up
-    const float ms = time_ms(stream_, [&] {
+    const float ms = elapsed_ms(stream_, [&] {
       for (int r = 0; r < kTimedRuns; ++r) launch(p, plan, found[i].algo, a, b, out);
     });
     if (i == 0 || ms < best) best = ms, plan.algo = found[i].algo;
