@@ -68,20 +68,20 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
     if (generated.size() < kReportedTokens) generated.push_back(token);
     return true;
   };
+  auto step = [&](int pos) {
+    if (ex.samples_on_device()) return ex.forward_next({&next, 1}, pos, SamplingParams{});
+    ex.forward({&next, 1}, pos, false, logits);
+    return argmax(logits);
+  };
   double first_ms = 0;
-  for (int i = 0; i < gen; ++i) {
-    const auto step = std::chrono::steady_clock::now();
-    if (ex.samples_on_device() && i > 0) {
-      ex.decode_stream(next, prompt + i, gen - i, SamplingParams{}, take);
-      break;
-    }
-    if (ex.samples_on_device()) {
-      take(ex.forward_next({&next, 1}, prompt + i, SamplingParams{}));
-    } else {
-      ex.forward({&next, 1}, prompt + i, false, logits);
-      take(argmax(logits));
-    }
-    if (i == 0) first_ms = ms_since(step);
+  if (gen > 0) {
+    take(step(prompt));
+    first_ms = ms_since(decode_start);
+  }
+  if (gen > 1 && ex.samples_on_device()) {
+    ex.decode_stream(next, prompt + 1, gen - 1, SamplingParams{}, take);
+  } else {
+    for (int i = 1; i < gen; ++i) take(step(prompt + i));
   }
   const double decode_total = ms_since(decode_start);
   const double per_token = gen > 1 ? (decode_total - first_ms) / (gen - 1) : first_ms;

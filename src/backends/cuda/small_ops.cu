@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* log
 
 __global__ void publish_token_kernel(const int32_t* token, int32_t* pos, int32_t* ring, int ring_size) {
   const int32_t p = *pos;
-  ring[p % ring_size] = *token;
+  // A non-negative slot even for a (never valid) negative position: no write outside the ring.
+  ring[(p % ring_size + ring_size) % ring_size] = *token;
   *pos = p + 1;
 }
 

@@ -182,6 +182,13 @@ TEST_F(CudaSmallOps, PublishTokenFillsTheRingSlotOfItsPositionAndAdvances) {
       EXPECT_EQ(host[(7 + 1) % kRing], -1);
     }
   }
+  // A negative position (the executor never passes one) still lands inside the ring.
+  pos.upload(std::vector<int32_t>{-2});
+  token.upload(std::vector<int32_t>{55});
+  publish_token(token.data(), pos.data(), ring, kRing, nullptr);
+  FSVD_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(host[kRing - 2], 55);
+  EXPECT_EQ(pos.download()[0], -1);
   EXPECT_THROW(publish_token(token.data(), pos.data(), ring, 1, nullptr), Error);
   EXPECT_THROW(publish_token(nullptr, pos.data(), ring, kRing, nullptr), Error);
   FSVD_CUDA_CHECK(cudaFreeHost(host));
