@@ -5,7 +5,7 @@
 // also times the fp32-weight mode (exact checks) of the same matrix. Then the
 // grouped launch: the q, k, v second factors as three gemv() calls against one
 // gemv_grouped(), back to back (`gemv_bench grouped` runs only that part).
-// Last, one decode layer's GEMV chain (LLaMA-7B keep 0.5, then dense), 32
+// Last, one decode layer's GEMV chain (LLaMA-7B keep 0.5, keep 0.4, dense), 32
 // layers of distinct weights in one graph, as the decode path calls the
 // kernels: with automatic plans, then each step's launch shape swept in place
 // (`gemv_bench chain` runs only that part).
@@ -244,6 +244,17 @@ const ChainLayer kChains[] = {
       {"gate, up second", 2 * 11008, 1492, Kind::Plain, 2},
       {"down first", 1492, 11008, Kind::SiluInput},
       {"down second", 4096, 1492, Kind::Residual}}},
+    // Ranks 819 and 1194: below 1024 columns the plan gives the o and down
+    // second factors one slice (keep 0.4 decodes slower than keep 0.5).
+    {"LLaMA-7B keep 0.4",
+     {{"q|k|v first", 2472, 4096, Kind::Norm},
+      {"q, k, v second", 3 * 4096, 819, Kind::Plain, 3},
+      {"o first", 819, 4096, Kind::Plain},
+      {"o second", 4096, 819, Kind::Residual},
+      {"gate|up first", 2400, 4096, Kind::Norm},
+      {"gate, up second", 2 * 11008, 1194, Kind::Plain, 2},
+      {"down first", 1194, 11008, Kind::SiluInput},
+      {"down second", 4096, 1194, Kind::Residual}}},
     {"LLaMA-7B dense",
      {{"q|k|v", 3 * 4096, 4096, Kind::Norm},
       {"o", 4096, 4096, Kind::Residual},
