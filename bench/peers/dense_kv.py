@@ -20,5 +20,11 @@ def run(model, prompt, gen, args):
     return harness.timed_decoder_run(prefill, step, prompt, gen, args.repeat, model.embed.device)
 
 
+@torch.inference_mode()
+def logits(model, tokens):
+    """Logits [vocab] of the last of `tokens` ([T] ids): one prefill."""
+    return decoder.Decoder(model, len(tokens), cache="prefix")(tokens, 0)
+
+
 if __name__ == "__main__":
     harness.main(["dense_kv"])

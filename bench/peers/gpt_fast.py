@@ -52,5 +52,13 @@ def run(model, prompt, gen, args):
     return harness.timed_decoder_run(prefill, step, prompt, gen, args.repeat, device)
 
 
+@torch.inference_mode()
+def logits(model, tokens):
+    """Logits [vocab] of the last of `tokens` ([T] ids): one prefill, eager (the
+    compiled step runs the same math)."""
+    T = len(tokens)
+    return decoder.Decoder(model, T, cache="masked")(tokens, torch.arange(T, device=tokens.device))
+
+
 if __name__ == "__main__":
     harness.main(["gpt_fast"])

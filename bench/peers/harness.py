@@ -8,6 +8,8 @@
 #
 #   python3 bench/peers/harness.py --model DIR --peers hf_static,dense_kv,gpt_fast --settings 512/32,2048/128
 #   python3 bench/peers/gpt_fast.py --model DIR --settings 512/32      (one peer)
+#   python3 bench/peers/harness.py --model DIR --peers dense_kv --logits-for 1,5,9 --logits-out x.npy
+#     (no timing: the peer's float32 logits of the sequence's last position, [1, vocab])
 import argparse
 import importlib
 import json
@@ -15,6 +17,7 @@ import sys
 import time
 import traceback
 
+import numpy
 import torch
 
 import native
@@ -84,7 +87,12 @@ def arguments(peers_default):
                    help="hf_static: let generate() auto-compile the static-cache forward (default: eager, "
                         "the paper's baseline)")
     p.add_argument("--out", help="also write the JSON rows here")
-    return p.parse_args()
+    p.add_argument("--logits-for", help="comma-separated token ids: write one peer's logits of the last one instead")
+    p.add_argument("--logits-out", help="the .npy file for --logits-for")
+    a = p.parse_args()
+    if a.logits_for and (not a.logits_out or "," in a.peers):
+        p.error("--logits-for needs --logits-out and a single peer")
+    return a
 
 
 def main(peers_default=PEERS):
@@ -94,6 +102,11 @@ def main(peers_default=PEERS):
     t = time.perf_counter()
     model = native.load(args.model, device, dtype)
     print(f"loaded {args.model} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    if args.logits_for:
+        tokens = torch.tensor([int(t) for t in args.logits_for.split(",")], device=device)
+        logits = importlib.import_module(args.peers).logits(model, tokens)
+        numpy.save(args.logits_out, logits.float().cpu().numpy()[None])
+        return
     vocab = model.config["vocab"]
     rows = []
     for prompt, gen in parse_settings(args.settings):

@@ -107,5 +107,11 @@ def run(model, prompt, gen, args):
             "transformers": transformers.__version__}
 
 
+@torch.inference_mode()
+def logits(model, tokens):
+    """Logits [vocab] of the last of `tokens` ([T] ids): one eager forward, no cache."""
+    return hf_model(model)(tokens[None], use_cache=False, logits_to_keep=1).logits[0, -1]
+
+
 if __name__ == "__main__":
     harness.main(["hf_static"])

@@ -2,7 +2,8 @@
 # synthetic models (`flashsvd convert --synthetic`, bf16-exact weights), runs
 # `flashsvd bench` and every peer (harness.py) on each prompt/gen setting,
 # checks that each peer's greedy tokens are flashsvd's (where one parts early,
-# flashsvd's own logits there tell a bf16 near-tie from a broken peer), and writes
+# flashsvd's own logits there tell a bf16 near-tie, and the peer's logits
+# against flashsvd's fp32 ones how precise the peer is there), and writes
 # results.json and table.md into --out after every step (a run cut short keeps
 # what it finished). Settings run in the order given, each for every model, so
 # --budget-s (or splitting --settings over several calls) keeps the first ones.
@@ -74,11 +75,12 @@ def match_length(a, b):
     return n
 
 
-def divergence(a, env, model_dir, prompt, fs_tokens, peer_tokens, log):
+def divergence(a, env, model_dir, prompt, fs_tokens, peer, peer_tokens, log):
     """Where a peer's greedy tokens first part from flashsvd's: the logit of
     flashsvd's token there minus that of the peer's, over the logits' RMS, in
-    flashsvd's bf16 logits and in an fp32 reference (`flashsvd logits --last`
-    on the same weights, prompt and tokens), and the bf16 logits' error."""
+    flashsvd's bf16 logits, in an fp32 reference (`flashsvd logits --last`
+    on the same weights, prompt and tokens) and in the peer's own logits
+    (harness.py --logits-for), and the bf16 and the peer's logits' errors."""
     k = match_length(fs_tokens, peer_tokens)
     if k >= min(len(fs_tokens), len(peer_tokens)):
         return None
@@ -92,13 +94,17 @@ def divergence(a, env, model_dir, prompt, fs_tokens, peer_tokens, log):
         run([a.flashsvd, "logits", "--model", model_dir, "--tokens", ",".join(map(str, seq)), "--last",
              "--device", a.device, "--precision", precision, "-o", npy], log, env)
         rows[precision] = numpy.load(npy)[0].astype(numpy.float64)
+    run([sys.executable, os.path.join(HERE, "harness.py"), "--model", model_dir, "--peers", peer, "--device", a.device,
+         "--dtype", a.dtype, "--logits-for", ",".join(map(str, seq)), "--logits-out", npy], log)
+    rows["peer"] = numpy.load(npy)[0].astype(numpy.float64)
     ref = rows["fp32"]
     rms = numpy.sqrt(numpy.mean(ref ** 2))
     gap = {p: float((row[fs_tokens[k]] - row[peer_tokens[k]]) / rms) for p, row in rows.items()}
-    error = float(numpy.sqrt(numpy.mean((rows["bf16"] - ref) ** 2)) / rms)
+    error = {p: float(numpy.sqrt(numpy.mean((rows[p] - ref) ** 2)) / rms) for p in ("bf16", "peer")}
     return {"at": k, "flashsvd_token": fs_tokens[k], "peer_token": peer_tokens[k], "gap_over_rms": gap["bf16"],
-            "fp32_gap_over_rms": gap["fp32"], "bf16_error_over_rms": error,
-            "near_tie": abs(gap["fp32"]) < NEAR_TIE_ERRORS * error}
+            "fp32_gap_over_rms": gap["fp32"], "bf16_error_over_rms": error["bf16"],
+            "peer_gap_over_rms": gap["peer"], "peer_error_over_rms": error["peer"],
+            "near_tie": abs(gap["fp32"]) < NEAR_TIE_ERRORS * error["bf16"]}
 
 def model_label(synthetic, ratio, spread=0.0):
     label = f"{synthetic} {'dense' if ratio >= 1 else f'keep {ratio:g}'}"
@@ -128,7 +134,8 @@ def table(results, peers):
     lines += ["**Greedy tokens** (leading tokens equal to flashsvd's, of 16; ✓: at least "
               f"{MUST_MATCH}; ≈: fewer, but where it parts the two tokens' fp32 logits differ by less than "
               f"{NEAR_TIE_ERRORS}x flashsvd's bf16 logit error, a bf16 near-tie; shown: that fp32 gap "
-              "(positive: flashsvd's token scores higher) and the bf16 error, over the logits' RMS)", "",
+              "(positive: flashsvd's token scores higher), flashsvd's bf16 error and the peer's own logits' error "
+              "against that fp32 reference, over the logits' RMS)", "",
               "| model | prompt/gen | " + " | ".join(PEER_NAMES[p] for p in peers) + " |",
               "|" + "---|" * (2 + len(peers))]
     for r in results:
@@ -140,8 +147,8 @@ def table(results, peers):
                 continue
             d = m.get("divergence")
             mark = "✓" if m["ok"] else "≈" if m.get("near_tie") else "✗"
-            gap = (f" (fp32 gap {d['fp32_gap_over_rms']:.3f}, bf16 error {d['bf16_error_over_rms']:.3f})"
-                   if d and not m["ok"] else "")
+            gap = (f" (fp32 gap {d['fp32_gap_over_rms']:.3f}, bf16 error {d['bf16_error_over_rms']:.3f}, "
+                   f"peer error {d['peer_error_over_rms']:.3f})" if d and not m["ok"] else "")
             cells.append(f"{m['length']}/{m['of']} {mark}{gap}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -205,8 +212,8 @@ def main():
                 of = min(len(r["flashsvd"]["tokens"]), len(row["tokens"]))
                 m = {"length": n, "of": of, "ok": n >= min(MUST_MATCH, of)}
                 if not m["ok"]:
-                    m["divergence"] = divergence(a, env, dirs[ratio], prompt, r["flashsvd"]["tokens"], row["tokens"],
-                                                 log)
+                    m["divergence"] = divergence(a, env, dirs[ratio], prompt, r["flashsvd"]["tokens"], row["peer"],
+                                                 row["tokens"], log)
                     m["near_tie"] = m["divergence"]["near_tie"]
                 r["matches"][row["peer"]] = m
             save()
