@@ -30,6 +30,7 @@ MUST_MATCH = 8  # greedy tokens that must agree; later ones may part at bf16 nea
 # bf16 engine could pick either.
 NEAR_TIE_ERRORS = 3
 
+
 def arguments():
     p = argparse.ArgumentParser(description="flashsvd bench against its peers on synthetic models")
     p.add_argument("--flashsvd", required=True, help="the flashsvd binary (a gpu-bundle's, with lib/ beside it)")
@@ -105,6 +106,7 @@ def divergence(a, env, model_dir, prompt, fs_tokens, peer, peer_tokens, log):
             "fp32_gap_over_rms": gap["fp32"], "bf16_error_over_rms": error["bf16"],
             "peer_gap_over_rms": gap["peer"], "peer_error_over_rms": error["peer"],
             "near_tie": abs(gap["fp32"]) < NEAR_TIE_ERRORS * error["bf16"]}
+
 
 def model_label(synthetic, ratio, spread=0.0):
     label = f"{synthetic} {'dense' if ratio >= 1 else f'keep {ratio:g}'}"

@@ -29,10 +29,11 @@ void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, 
 void argmax(const float* logits, int64_t n, int32_t* d_index, cudaStream_t stream);
 
 // The end of a decode step that sampled *d_token at position p = *d_pos:
-// ring[p mod ring_size] = *d_token (a slot in the ring for any p), then *d_pos = p + 1, the next step's
-// position. `ring` is host memory mapped for the device (cudaHostAllocMapped),
-// so the token reaches the host with no copy, in a slot the following step
-// does not touch while the host reads it (ring_size >= 2).
+// ring[p mod ring_size] = *d_token (a slot of the ring for any p), then
+// *d_pos = p + 1, the next step's position. `ring` is host memory mapped
+// for the device (cudaHostAllocMapped), so the token reaches the host with
+// no copy, in a slot the following step does not touch while the host reads
+// it (ring_size >= 2).
 void publish_token(const int32_t* d_token, int32_t* d_pos, int32_t* ring, int ring_size, cudaStream_t stream);
 
 }  // namespace fsvd::cuda
