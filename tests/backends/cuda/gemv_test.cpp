@@ -147,8 +147,8 @@ class CudaGemv : public ::testing::Test {
 // The tests that run a GEMV, for each weight type.
 class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<ElementType> {};
 
-// Automatic choice, no split, an odd split with few warps, and the most splits.
-// Automatic, then explicit shapes: every rows-per-warp instance, split or not.
+// Automatic choice, no split, an odd split with few warps, the most splits,
+// and the 2-rows-per-warp instance split and not.
 const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1, false, 2}, {6, 3, false, 2}};
 
 TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
