@@ -479,7 +479,7 @@ GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64
 // largest product's, its `tiles` the sum and its `chunk_cols` the widest.
 //
 // Automatic choices, from sweeping each launch shape inside the LLaMA-7B
-// decode chains (dense and keep 0.5) on H200 (bench/kernels/gemv_notes.md):
+// decode chains (dense, keep 0.5 and 0.4) on H200 (bench/kernels/gemv_notes.md):
 // - slices: as many as keep the CTAs in one wave, each giving every warp at
 //   least one full batch of loads (SiLU·up: as many as that allows, which
 //   shortens each CTA's staging). A norm launch of more than one wave
@@ -489,9 +489,10 @@ GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64
 // - rows per warp: 4, which keeps the CTAs few where every CTA stages much
 //   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
 //   value); 2 for a plain or residual product of more than one wave (the
-//   gate, up second factors) or whose rows need slices for early_weights
+//   gate, up second factors), whose rows need slices for early_weights
 //   anyway when 2-row warps fill the wave with no more slices than that (the
-//   dense o projection; with 4-row warps it would need twice as many).
+//   dense o projection; with 4-row warps it would need twice as many), or
+//   that would give fewer CTAs than SMs with 4-row warps.
 GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool norm, int sm_count,
                        GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
@@ -510,20 +511,31 @@ GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool 
   };
   const int64_t early_splits =
       cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
+  // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 (H200):
+  // 6 slices of a 4096-column row (clusters of 6) cost 4-5 us a layer more
+  // than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B keep 0.5's
+  // down second factor [4096, 1592] decode 1% faster than 2.
+  auto slices_for = [&](int rows) {
+    if (cfg.splits > 0) return int64_t{cfg.splits};
+    const int64_t tiles = unsplit_tiles(rows);
+    const int64_t deep = groups / (kLoadsInFlight / rows * kStepGroups);
+    int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
+    if (norm && tiles > slots) s = std::max(s, early_splits);
+    if (s > 4 && s < kMaxSplits) s = 4;
+    return s;
+  };
   int rows_per_warp = cfg.rows_per_warp;
   if (rows_per_warp == 0) {
     const bool light = !norm && !silu;  // a CTA stages only its slice of x
     const bool more_than_a_wave = unsplit_tiles(kMaxRowsPerWarp) > slots;
     const bool slices_needed_anyway = early_splits > 1 && slots / unsplit_tiles(2) <= early_splits;
-    rows_per_warp = light && (more_than_a_wave || slices_needed_anyway) ? 2 : kMaxRowsPerWarp;
+    // Rows too short for slices at 4 rows a warp leave SMs without a CTA
+    // (keep 0.4's o second factor [4096, 819]: 128 CTAs).
+    const bool idles_sms =
+        unsplit_tiles(kMaxRowsPerWarp) * std::max<int64_t>(slices_for(kMaxRowsPerWarp), 1) < sm_count;
+    rows_per_warp = light && (more_than_a_wave || slices_needed_anyway || idles_sms) ? 2 : kMaxRowsPerWarp;
   }
-  int64_t splits = cfg.splits;
-  if (splits == 0) {
-    const int64_t tiles = unsplit_tiles(rows_per_warp);
-    const int64_t deep = groups / (kLoadsInFlight / rows_per_warp * kStepGroups);
-    splits = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
-    if (norm && tiles > slots) splits = std::max(splits, early_splits);
-  }
+  const int64_t splits = slices_for(rows_per_warp);
   GemvPlan launch;
   launch.warps = warps;
   launch.rows_per_warp = rows_per_warp;

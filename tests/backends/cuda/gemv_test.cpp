@@ -528,7 +528,7 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
   }
 }
 
-// The automatic shapes of the LLaMA-7B decode launches (dense and keep 0.5)
+// The automatic shapes of the LLaMA-7B decode launches (dense, keep 0.5 and 0.4; one of Llama-3-8B)
 // with early_weights, as measured fastest in the decode chain on H200.
 TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
   const GemvConfig pdl{0, 0, true};
@@ -542,6 +542,10 @@ TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
   EXPECT_EQ(plan(4096, 1024, F::None), std::make_tuple(4, 8, 2));      // o second
   EXPECT_EQ(plan(1492, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // down first
   EXPECT_EQ(plan(4096, 1492, F::None), std::make_tuple(4, 8, 2));      // down second
+  EXPECT_EQ(plan(2472, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 q|k|v first (not 6 slices)
+  EXPECT_EQ(plan(2400, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 gate|up first
+  EXPECT_EQ(plan(4096, 819, F::None), std::make_tuple(2, 8, 1));       // keep 0.4 o second (256 CTAs, not 128)
+  EXPECT_EQ(plan(4096, 1592, F::None), std::make_tuple(4, 8, 3));      // Llama-3-8B keep 0.5 down second
   EXPECT_EQ(plan(12288, 4096, F::RmsNorm), std::make_tuple(4, 8, 1));  // dense q|k|v
   EXPECT_EQ(plan(4096, 4096, F::None), std::make_tuple(2, 8, 2));      // dense o
   EXPECT_EQ(plan(22016, 4096, F::RmsNorm), std::make_tuple(4, 8, 2));  // dense gate|up
