@@ -511,7 +511,8 @@ GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool 
   };
   const int64_t early_splits =
       cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
-  // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 (H200):
+  // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 unless
+  // early_weights needs them (H200):
   // 6 slices of a 4096-column row (clusters of 6) cost 4-5 us a layer more
   // than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B keep 0.5's
   // down second factor [4096, 1592] decode 1% faster than 2.
@@ -520,8 +521,8 @@ GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool 
     const int64_t tiles = unsplit_tiles(rows);
     const int64_t deep = groups / (kLoadsInFlight / rows * kStepGroups);
     int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
-    if (norm && tiles > slots) s = std::max(s, early_splits);
     if (s > 4 && s < kMaxSplits) s = 4;
+    if (norm && tiles > slots) s = std::max(s, early_splits);
     return s;
   };
   int rows_per_warp = cfg.rows_per_warp;
