@@ -7,7 +7,8 @@
 // gemv_grouped(), back to back (`gemv_bench grouped` runs only that part).
 // Last, one decode layer's GEMV chain (LLaMA-7B keep 0.4-0.8, dense), 32
 // layers of distinct weights in one graph, as the decode path calls the
-// kernels: with automatic plans, then each step's launch shape swept in place
+// kernels: with automatic plans (also with 4-warp CTAs), then each step's
+// launch shape (warps x rows per warp x slices) swept in place
 // (`gemv_bench chain` runs only that part).
 //
 // Build and run from the repository root (CUDA 13, H100/H200):
@@ -352,6 +353,9 @@ void run_chain(const cudaDeviceProp& prop, cudaStream_t stream) {
     const double base = chain.us(automatic);
     std::printf("automatic plans: %.2f us (%.0f%% of floor), again %.2f us\n", base,
                 100 * chain.floor_us() / base, chain.us(automatic));
+    const std::vector<GemvConfig> four_warps(chain.steps(), GemvConfig{4, 0, true});
+    std::printf("automatic plans with 4-warp CTAs: %.2f us, again %.2f us\n", chain.us(four_warps),
+                chain.us(four_warps));
     std::vector<GemvConfig> best_cfgs = automatic;
     for (size_t s = 0; s < chain.steps(); ++s) {
       const ChainStep& st = layer.steps[s];
@@ -369,16 +373,17 @@ void run_chain(const cudaDeviceProp& prop, cudaStream_t stream) {
                   plan.splits);
       double best = base;
       std::string best_name = "auto";
-      for (int rows : {2, 4})
-        for (int splits : {1, 2, 4, 8}) {
-          std::vector<GemvConfig> cfgs = automatic;
-          cfgs[s] = GemvConfig{8, splits, true, rows};
-          const GemvPlan p = plan_gemv_grouped(parts, st.parts, cfgs[s], prop.multiProcessorCount);
-          if (p.splits != splits) continue;  // the columns give fewer slices: same as a smaller request
-          const double t = chain.us(cfgs);
-          std::printf(" %s %.2f", config_name(cfgs[s]).c_str(), t);
-          if (t < best) best = t, best_name = config_name(cfgs[s]), best_cfgs[s] = cfgs[s];
-        }
+      for (int warps : {4, 8})
+        for (int rows : {2, 4})
+          for (int splits : {1, 2, 4, 8}) {
+            std::vector<GemvConfig> cfgs = automatic;
+            cfgs[s] = GemvConfig{warps, splits, true, rows};
+            const GemvPlan p = plan_gemv_grouped(parts, st.parts, cfgs[s], prop.multiProcessorCount);
+            if (p.splits != splits) continue;  // the columns give fewer slices: same as a smaller request
+            const double t = chain.us(cfgs);
+            std::printf(" %s %.2f", config_name(cfgs[s]).c_str(), t);
+            if (t < best) best = t, best_name = config_name(cfgs[s]), best_cfgs[s] = cfgs[s];
+          }
       std::printf(" | best %s (%+.2f us)\n", best_name.c_str(), best - base);
     }
     const double all_best = chain.us(best_cfgs);
