@@ -5,9 +5,9 @@
 # the dense and the compressed model side by side: size, perplexity on a short
 # text, decode speed, and each one's greedy continuation of the same prompt.
 #   bash scripts/demo.sh ["your prompt"]
-# Calibration and scoring use this repository's own docs, so the demo needs
-# nothing beyond the model: calibration reads docs/architecture.md and
-# docs/benchmarks.md, perplexity is scored on the first 512 tokens of README.md.
+# Calibration and scoring read two fixed, disjoint texts (scripts/demo_text/),
+# so the demo needs nothing beyond the model and its numbers do not move when
+# the docs change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prompt=${1:-The three most important rules of writing clear code are}
@@ -24,17 +24,17 @@ dense=$($fsvd pull)
 work=$dir/demo
 compressed=$work/smollm2-keep$keep
 mkdir -p "$work"
-cat docs/architecture.md docs/benchmarks.md >"$work/calibration.txt"
-say "compressing to keep $keep with whitening on 2048 tokens of docs/ (about a minute on 2 cores)"
-$fsvd compress -m "$dense" --ratio "$keep" --calib "$work/calibration.txt" --calib-tokens 2048 --calib-ctx 512 \
+texts=scripts/demo_text
+say "compressing to keep $keep with whitening on 2048 tokens of $texts/calibration.txt (about a minute on 2 cores)"
+$fsvd compress -m "$dense" --ratio "$keep" --calib "$texts/calibration.txt" --calib-tokens 2048 --calib-ctx 512 \
   --dtype bf16 -o "$compressed" --force 2>"$work/compress.log" || { cat "$work/compress.log" >&2; exit 1; }
 grep "^compressed" "$work/compress.log" >&2
 
 for m in dense compressed; do
   path=${!m}
-  say "$m: size, perplexity on README.md, continuation"
+  say "$m: size, perplexity on $texts/evaluation.txt, continuation"
   { $fsvd info --json -m "$path" >"$work/$m.info.json" &&
-    $fsvd ppl --json -m "$path" --text README.md --ctx 512 --max-windows 1 >"$work/$m.ppl.json" &&
+    $fsvd ppl --json -m "$path" --text "$texts/evaluation.txt" --ctx 512 --max-windows 1 >"$work/$m.ppl.json" &&
     $fsvd generate --json -n 48 --temp 0 -p "$prompt" -m "$path" >"$work/$m.gen.json"; } 2>"$work/$m.log" ||
     { cat "$work/$m.log" >&2; exit 1; }
 done
@@ -54,7 +54,7 @@ rows = [
     ("parameters", f"{p['dense'] / 1e6:.1f} M", f"{p['compressed'] / 1e6:.1f} M ({100 * p['compressed'] / p['dense']:.0f}%)"),
     ("weights in memory (fp32)", f"{4 * p['dense'] / 1e6:.0f} MB", f"{4 * p['compressed'] / 1e6:.0f} MB"),
     ("file on disk", f"{disk(dense_path):.0f} MB (GGUF, 4-bit Q4_1)", f"{disk(comp_path):.0f} MB (native, bf16)"),
-    ("perplexity, README.md (512 tokens)", f"{ppl['dense']['perplexity']:.2f}", f"{ppl['compressed']['perplexity']:.2f}"),
+    ("perplexity, evaluation text (512 tokens)", f"{ppl['dense']['perplexity']:.2f}", f"{ppl['compressed']['perplexity']:.2f}"),
     ("decode speed (CPU, greedy)", f"{gen['dense']['decode_tokens_per_second']:.1f} tokens/s",
      f"{gen['compressed']['decode_tokens_per_second']:.1f} tokens/s"),
 ]

@@ -25,9 +25,9 @@ double window_nll_sum(Executor& executor, std::span<const int32_t> inputs, std::
     check(targets[j] >= 0 && targets[j] < vocab, "window_nll_sum", "target token id ", targets[j],
           " is outside the vocabulary [0, ", vocab, ")");
   executor.forward(inputs, 0, true, logits);
-  // Rows in parallel (a 49,152-entry row took 0.5 ms in double on the 2-core
-  // development VM: most of a GPU window's time), summed in order: the result
-  // does not depend on the thread count.
+  // Rows in parallel (a large vocabulary's row in double is most of a GPU
+  // window's time), summed in order: the result does not depend on the thread
+  // count.
   const auto rows = static_cast<int64_t>(targets.size());
   std::vector<double> nll(static_cast<size_t>(rows));
 #pragma omp parallel for schedule(static)
