@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "families/loading.h"
 #include "families/pickled_model.h"
+#include "families/pickled_rope.h"
 #include "formats/torch_archive.h"
 
 namespace fsvd {
@@ -44,7 +45,7 @@ Model load_svd_llm(const std::string& path) {
   Model m;
   m.family = "svd_llm";
   m.source = path;
-  m.config = hf.model;
+  m.config = rope_from_inv_freq(saved_inv_freqs(archive), hf.model, path);
   const ModelConfig& c = m.config;
   const int64_t d = c.hidden, f = c.intermediate;
   const int64_t q_out = c.q_dim(), kv_out = c.kv_dim();

@@ -3,7 +3,8 @@
 // pickle {'model': LlamaForCausalLM, 'tokenizer': ...} whose attention and MLP
 // modules are component.svd_llama.SVD_Llama{Attention,MLP} holding each
 // linear as `<name>_v_proj` (first factor [r, in]) and `<name>_u_proj`
-// (second factor [out, r]). The config is the pickled LlamaConfig's fields.
+// (second factor [out, r]). The config is the pickled LlamaConfig's fields,
+// but RoPE is what the saved inv_freq buffers say (families/pickled_rope.h).
 #include <string>
 
 #include "model/model.h"

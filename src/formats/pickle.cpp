@@ -4,6 +4,8 @@
 #include "formats/pickle.h"
 
 #include <bit>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <unordered_map>
 
@@ -17,7 +19,7 @@ namespace {
 
 // Python's own unpickler has no limit; torch pickles nest MARKs a few levels.
 constexpr size_t kMaxMarkDepth = 1000;
-constexpr size_t kMaxGlobalNameBytes = 1024;
+constexpr size_t kMaxLineBytes = 1024;  // a GLOBAL's names, a text LONG's digits
 constexpr int kMaxProtocol = 5;
 
 std::string opcode_name(uint8_t op) {
@@ -45,6 +47,8 @@ std::string opcode_name(uint8_t op) {
     case 'K': return "BININT1";
     case 'M': return "BININT2";
     case 0x8a: return "LONG1";
+    case 0x8b: return "LONG4";
+    case 'L': return "LONG";
     case 'G': return "BINFLOAT";
     case 'X': return "BINUNICODE";
     case 0x8c: return "SHORT_BINUNICODE";
@@ -64,8 +68,6 @@ std::string opcode_name(uint8_t op) {
     // Known to Python but refused here; named so the error says what was found.
     case 'P': return "PERSID";
     case 'I': return "INT";
-    case 'L': return "LONG";
-    case 0x8b: return "LONG4";
     case 'F': return "FLOAT";
     case 'S': return "STRING";
     case 'T': return "BINSTRING";
@@ -115,6 +117,26 @@ bool is_global(const Global& g, std::string_view module, std::string_view name) 
   return g.module == module && g.name == name;
 }
 
+// Python's encode_long bytes: little-endian two's complement of any length.
+// A value inside int64 stays an int whatever its padding; a wider one is
+// kept as its nearest double.
+Value decode_long(const uint8_t* p, size_t n) {
+  const bool negative = n > 0 && (p[n - 1] & 0x80);
+  const uint8_t pad = negative ? 0xff : 0x00;
+  size_t used = n;
+  while (used > 8 && p[used - 1] == pad) --used;
+  if (used < 8 || (used == 8 && bool(p[7] & 0x80) == negative)) {
+    uint64_t u = 0;
+    for (size_t i = 0; i < used; ++i) u |= uint64_t{p[i]} << (8 * i);
+    if (negative && used < 8) u |= ~uint64_t{0} << (8 * used);  // sign-extend
+    return static_cast<int64_t>(u);
+  }
+  // -x - 1 is ~x, so a negative value's magnitude comes from its inverted bytes.
+  double magnitude = 0;
+  for (size_t i = n; i-- > 0;) magnitude = magnitude * 256 + (negative ? uint8_t(~p[i]) : p[i]);
+  return BigInt{negative ? -(magnitude + 1) : magnitude};
+}
+
 }  // namespace
 
 const Value* Dict::find(const DictKey& key) const {
@@ -136,6 +158,7 @@ std::string describe(const Value& v) {
     std::string operator()(None) const { return "None"; }
     std::string operator()(bool) const { return "bool"; }
     std::string operator()(int64_t) const { return "int"; }
+    std::string operator()(BigInt) const { return "int beyond 64 bits"; }
     std::string operator()(double) const { return "float"; }
     std::string operator()(std::string_view) const { return "str"; }
     std::string operator()(Bytes) const { return "bytes"; }
@@ -188,11 +211,26 @@ class Unpickler {
   }
   std::string_view read_line() {
     const uint8_t* begin = bytes_ + pos_;
-    const size_t limit = std::min(size_ - pos_, kMaxGlobalNameBytes + 1);
+    const size_t limit = std::min(size_ - pos_, kMaxLineBytes + 1);
     const auto* nl = static_cast<const uint8_t*>(std::memchr(begin, '\n', limit));
-    check(nl != nullptr, out_.where_, at(), "name not terminated by a newline within ", kMaxGlobalNameBytes, " bytes");
+    check(nl != nullptr, out_.where_, at(), "line not terminated by a newline within ", kMaxLineBytes, " bytes");
     pos_ += nl - begin + 1;
     return keep_string(begin, nl - begin);
+  }
+
+  // LONG's text form, the decimal digits of "123L\n" (the L is optional).
+  Value text_long(std::string_view digits) {
+    if (digits.ends_with('L')) digits.remove_suffix(1);
+    const char* begin = digits.data();
+    const char* end = begin + digits.size();
+    int64_t i = 0;
+    const auto [stop, ec] = std::from_chars(begin, end, i);
+    check(stop == end && (ec == std::errc() || ec == std::errc::result_out_of_range), out_.where_, at(), "'",
+          digits, "' is not a decimal integer");
+    if (ec == std::errc()) return i;
+    double approx = digits.starts_with('-') ? -HUGE_VAL : HUGE_VAL;  // kept when past double's range
+    std::from_chars(begin, end, approx);
+    return BigInt{approx};
   }
 
   Value pop() {
@@ -310,14 +348,16 @@ class Unpickler {
       case 'M': stack_.push_back(int64_t{read_le<uint16_t>()}); return;
       case 0x8a: {
         const size_t n = *take(1);
-        check(n <= 8, out_.where_, at(), n, "-byte integer does not fit in 64 bits");
-        const uint8_t* p = take(n);
-        uint64_t u = 0;
-        for (size_t i = 0; i < n; ++i) u |= uint64_t{p[i]} << (8 * i);
-        if (n > 0 && n < 8 && (p[n - 1] & 0x80)) u |= ~uint64_t{0} << (8 * n);  // sign-extend
-        stack_.push_back(static_cast<int64_t>(u));
+        stack_.push_back(decode_long(take(n), n));
         return;
       }
+      case 0x8b: {
+        const int32_t n = read_le<int32_t>();
+        check(n >= 0, out_.where_, at(), "negative byte count ", n);
+        stack_.push_back(decode_long(take(static_cast<uint64_t>(n)), static_cast<size_t>(n)));
+        return;
+      }
+      case 'L': stack_.push_back(text_long(read_line())); return;
       case 'G': {  // big-endian IEEE double
         const uint8_t* p = take(8);
         uint64_t u = 0;

@@ -26,6 +26,13 @@ struct None {};
 struct Bytes {
   std::string_view data;
 };
+// An int outside int64 (LONG1/LONG4/LONG), such as a tokenizer's
+// model_max_length of int(1e30): only its nearest double is kept (infinite
+// past double's range), and as a type of its own no size, stride or index
+// reader can mistake it for an int.
+struct BigInt {
+  double approx;
+};
 struct Global {  // a class or function named by the pickle, never resolved
   std::string_view module, name;
   std::string qualified() const { return std::string(module) + "." + std::string(name); }
@@ -47,8 +54,8 @@ struct Tuple;
 struct Dict;
 struct Object;
 
-using Value = std::variant<None, bool, int64_t, double, std::string_view, Bytes, const Global*, const StorageRef*,
-                           const TensorRef*, List*, Tuple*, Dict*, Object*>;
+using Value = std::variant<None, bool, int64_t, BigInt, double, std::string_view, Bytes, const Global*,
+                           const StorageRef*, const TensorRef*, List*, Tuple*, Dict*, Object*>;
 
 struct List {
   std::vector<Value> items;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "families/load.h"
+#include "formats/torch_archive.h"
 #include "family_test_util.h"
 #include "lowrank_reference.h"
 #include "testing/data_paths.h"
@@ -48,6 +49,43 @@ TEST(SvdLlmFamily, DetectsAndLoadsTheWholeModelPickleMatchingPyTorch) {
   const double err = test::relative_error_to_reference(m, svd_llm("reference.json"));
   EXPECT_LT(err, 1e-5);
   RecordProperty("relative_error", (std::ostringstream() << err).str());
+}
+
+// Written by SVD-LLM's own code (make_svd_llm_upstream_fixture.py): its
+// tokenizer's model_max_length is int(1e30), and its attention rotates with
+// base 10000 although the pickled config says rope_theta 500000.
+TEST(SvdLlmFamily, LoadsACheckpointSavedBySvdLlmItselfMatchingPyTorch) {
+  const std::string path = svd_llm("tiny_llama_whitening_only_0.4.pt");
+  EXPECT_EQ(detect_family(path), "svd_llm");
+  ::testing::internal::CaptureStderr();
+  const Model m = load_model(path);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log, "note: " + path +
+                     ": the model's saved RoPE buffers (model.layers.0.self_attn.rotary_emb.inv_freq) rotate with base "
+                     "10000, not the config's rope_theta 500000; using what the checkpoint computes\n");
+  const ModelConfig& c = m.config;
+  EXPECT_NEAR(c.rope_theta, 10000, 0.01);
+  EXPECT_EQ(c.hidden, 64);
+  EXPECT_EQ(c.n_layers, 2);
+  EXPECT_EQ(c.vocab, 96);
+  // SVDLLM.py's ranks at ratio 0.4: int(out * in * 0.4 / (out + in)).
+  EXPECT_EQ(m.layers[0].q.rank(), 12);
+  EXPECT_EQ(m.layers[1].down.rank(), 17);
+  const double err = test::relative_error_to_reference(m, svd_llm("upstream_reference.json"));
+  EXPECT_LT(err, 1e-4);
+  RecordProperty("relative_error", (std::ostringstream() << err).str());
+
+  const TorchArchive archive(path);
+  const auto* root = std::get_if<pickle::Dict*>(&archive.pickled().root());
+  ASSERT_NE(root, nullptr);
+  const auto* tokenizer = std::get_if<pickle::Object*>((*root)->find(std::string_view("tokenizer")));
+  ASSERT_NE(tokenizer, nullptr);
+  EXPECT_EQ((*tokenizer)->cls->qualified(), "transformers.models.llama.tokenization_llama.LlamaTokenizer");
+  const auto* fields = std::get_if<pickle::Dict*>(&(*tokenizer)->state);
+  ASSERT_NE(fields, nullptr);
+  const auto* max_length = std::get_if<pickle::BigInt>((*fields)->find(std::string_view("model_max_length")));
+  ASSERT_NE(max_length, nullptr);
+  EXPECT_EQ(max_length->approx, 1e30);
 }
 
 TEST(SvdLlmFamily, OtherTorchFilesAreNotTakenForSvdLlm) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <random>
 
@@ -59,6 +61,30 @@ TEST(Pickle, ReadsScalarsContainersAndMemoAliases) {
   EXPECT_EQ(get<std::string_view>(*d->find(int64_t{3})), "v");
   EXPECT_EQ(d->find(std::string_view("v")), nullptr);
   EXPECT_EQ(get<List*>(it[14]), list) << "BINGET must return the memoized list itself";
+}
+
+// Python writes ints of any size; those beyond int64 (a tokenizer's
+// model_max_length of int(1e30)) load as BigInt, those inside stay int64
+// whatever their encoding.
+TEST(Pickle, ReadsIntsOfAnySize) {
+  // [int(1e30), 2**63, -2**80, 2**2048 (LONG4), -2**63 padded to 10 bytes, LONG '-42L', LONG 10**25, LONG -10**400]
+  const std::string bytes = "\x80\x02](\x8a\x0d\x00\x00\x00\x00\x00\x00uF\xd0\x9c,\x9f\x0c"s +
+                            "\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00"s +
+                            "\x8a\x0b\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff"s + "\x8b" + le32(257) +
+                            std::string(256, '\0') + "\x01" + "\x8a\x0a\x00\x00\x00\x00\x00\x00\x00\x80\xff\xff"s +
+                            "L-42L\n" + "L1" + std::string(25, '0') + "\n" + "L-1" + std::string(400, '0') + "L\ne.";
+  const auto p = parse(bytes);
+  const auto& it = get<List*>(p->root())->items;
+  ASSERT_EQ(it.size(), 8u);
+  EXPECT_EQ(get<BigInt>(it[0]).approx, 1e30);
+  EXPECT_EQ(get<BigInt>(it[1]).approx, 0x1p63);
+  EXPECT_EQ(get<BigInt>(it[2]).approx, -0x1p80);
+  EXPECT_EQ(get<BigInt>(it[3]).approx, HUGE_VAL);
+  EXPECT_EQ(get<int64_t>(it[4]), INT64_MIN);
+  EXPECT_EQ(get<int64_t>(it[5]), -42);
+  EXPECT_EQ(get<BigInt>(it[6]).approx, 1e25);
+  EXPECT_EQ(get<BigInt>(it[7]).approx, -HUGE_VAL);
+  EXPECT_EQ(describe(it[0]), "int beyond 64 bits");
 }
 
 TEST(Pickle, GlobalAndReduceStayInert) {
@@ -120,7 +146,14 @@ TEST(Pickle, RefusesHostileAndMalformedInput) {
       {"\x80\x02I1\n.", "opcode INT at byte 2"},
       {"\x80\x02X\xff\xff\xff\x7f", "needs 2147483647 bytes"},
       {"\x80\x02\x8d\x00\x00\x00\x00\x00\x00\x00\x40"s, "needs 4611686018427387904 bytes"},
-      {"\x80\x02\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01."s, "does not fit in 64 bits"},
+      {"\x80\x02\x8b\xff\xff\xff\xff."s, "opcode LONG4 at byte 2: negative byte count -1"},
+      {"\x80\x02L12a\n.", "opcode LONG at byte 2: '12a' is not a decimal integer"},
+      {"\x80\x02LL\n.", "'' is not a decimal integer"},
+      {"\x80\x02L" + std::string(2000, '9'), "line not terminated by a newline within 1024 bytes"},
+      {"\x80\x02}\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x00\x01K\x01s."s, "dict key is int beyond 64 bits"},
+      {"\x80\x02\x63torch._utils\n_rebuild_tensor_v2\n((" + unicode("storage") + "\x63torch\nFloatStorage\n" +
+           unicode("0") + unicode("cpu") + "K\x01tQ\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00))tR."s,
+       "storage offset must be a non-negative int, found int beyond 64 bits"},
       {"\x80\x02}K\x01K\x02\x86K\x01s.", "dict key is tuple"},
       {"\x80\x02K\x01K\x02\x61.", "expected a list on the stack, found int"},
       {"\x80\x02\x63os\n" + std::string(2000, 'a'), "not terminated by a newline"},
