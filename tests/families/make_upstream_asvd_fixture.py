@@ -49,7 +49,7 @@ COMMIT = "863042743edb4c0dcc512a45534dea07df16b140"
 
 def main():
     git_dir = util.git_dir_arg("hahnyuan+ASVD4LLM")
-    tree = util.checkout(git_dir, COMMIT)
+    tree = util.checkout(git_dir, COMMIT, "asvd")
     import torch
     from transformers import AutoModelForCausalLM
 

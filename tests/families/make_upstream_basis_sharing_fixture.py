@@ -31,7 +31,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 
 import upstream_fixture_util as util
 
@@ -39,14 +38,14 @@ COMMIT = "8fa941e03cdffe9ebfd0da8a74d2413132642454"
 
 
 def main():
-    tree = util.checkout(util.git_dir_arg("TUDa-HWAI+Basis_Sharing"), COMMIT)
+    tree = util.checkout(util.git_dir_arg("TUDa-HWAI+Basis_Sharing"), COMMIT, "basis_sharing")
     sys.path.insert(1, os.path.join(tree, "models"))  # models/gpt2.py imports `model_utils` unqualified
     import torch
     from transformers import DataCollatorForLanguageModeling
     import model_factory
     from config import ShareConfig
 
-    work = tempfile.mkdtemp(prefix="basis-sharing-")
+    work = os.path.dirname(tree)
     base = util.tiny_llama(os.path.join(work, "tiny-llama"), num_hidden_layers=3, num_key_value_heads=2)
     ShareConfig.name_map[base] = "tiny-llama"
     # (in, out) of each projection, upstream's table layout.

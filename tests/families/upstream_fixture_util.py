@@ -9,6 +9,7 @@ a family's layout.
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,9 +26,18 @@ def fixture_dir(family):
     return out
 
 
-def checkout(git_dir, commit):
-    """The upstream tree at `commit` (from a clone or bare repository) in a fresh temp dir, on sys.path."""
-    tree = tempfile.mkdtemp(prefix="upstream-")
+def work_dir(family):
+    """An empty scratch directory at a fixed path, so paths recorded in configs repeat from run to run."""
+    path = os.path.join(tempfile.gettempdir(), "flashsvd-upstream-" + family)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def checkout(git_dir, commit, family):
+    """The upstream tree at `commit` (from a clone or bare repository) in work_dir(family)/tree, on sys.path."""
+    tree = os.path.join(work_dir(family), "tree")
+    os.makedirs(tree)
     archive = subprocess.run(["git", "--git-dir", git_dir, "archive", commit], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
     sys.path.insert(0, tree)
@@ -46,11 +56,11 @@ def tiny_tokenizer(directory):
     import sentencepiece as spm
     from transformers import LlamaTokenizer
 
-    text = os.path.join(tempfile.mkdtemp(), "text.txt")
+    text = os.path.join(os.path.dirname(directory), "tokenizer-text.txt")  # its path is recorded in the model
     with open(text, "w") as out:
         for name in sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))) + [os.path.join(ROOT, "README.md")]:
             out.write(open(name).read())
-    prefix = os.path.join(os.path.dirname(text), "tok")
+    prefix = os.path.join(os.path.dirname(directory), "tokenizer")
     spm.SentencePieceTrainer.train(input=text, model_prefix=prefix, vocab_size=256, model_type="bpe",
                                    character_coverage=1.0, num_threads=1, normalization_rule_name="identity", bos_id=1, eos_id=2, unk_id=0,
                                    minloglevel=2)
