@@ -76,5 +76,18 @@ TEST(UpstreamFixtures, Asvd) {
   for (const auto& [name, rank] : ranks.items()) EXPECT_EQ(linear_named(m, name).rank(), rank.get<int64_t>()) << name;
 }
 
+TEST(UpstreamFixtures, Palu) {
+  const Model m = load_upstream("palu");
+  expect_upstream_logits(m, "palu");
+  // k/v rank = the sum of their head groups' ranks (the block-diagonal second factor); the rest stays dense.
+  for (const auto& [name, groups] : reference("palu").at("head_wise_ranks").items()) {
+    int64_t rank = 0;
+    for (const auto& r : groups) rank += r.get<int64_t>();
+    EXPECT_EQ(linear_named(m, name).rank(), rank) << name;
+  }
+  for (const Layer& l : m.layers)
+    for (const Linear* lin : {&l.q, &l.o, &l.gate, &l.up, &l.down}) EXPECT_FALSE(lin->low_rank());
+}
+
 }  // namespace
 }  // namespace fsvd
