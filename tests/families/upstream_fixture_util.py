@@ -35,10 +35,11 @@ def work_dir(family):
 
 
 def checkout(git_dir, commit, family):
-    """The upstream tree at `commit` (from a clone or bare repository) in work_dir(family)/tree, on sys.path."""
+    """The Python files of the upstream tree at `commit` (from a clone or bare repository; a mirror may
+    lack large media files) in work_dir(family)/tree, on sys.path."""
     tree = os.path.join(work_dir(family), "tree")
     os.makedirs(tree)
-    archive = subprocess.run(["git", "--git-dir", git_dir, "archive", commit], check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "--git-dir", git_dir, "archive", commit, "*.py"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
     sys.path.insert(0, tree)
     return tree

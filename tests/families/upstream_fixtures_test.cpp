@@ -11,6 +11,7 @@
 
 #include "families/load.h"
 #include "fixture_files.h"
+#include "formats/torch_archive.h"
 #include "lowrank_reference.h"
 
 namespace fsvd {
@@ -25,9 +26,9 @@ Model load_upstream(const std::string& family) {
   return m;
 }
 
-void expect_upstream_logits(const Model& m, const std::string& family) {
+void expect_upstream_logits(const Model& m, const std::string& family, double tolerance = 1e-4) {
   const double err = test::relative_error_to_reference(m, upstream_dir(family) + "/reference.json");
-  EXPECT_LT(err, 1e-4) << family;
+  EXPECT_LT(err, tolerance) << family;
   ::testing::Test::RecordProperty("relative_error", (std::ostringstream() << err).str());
 }
 
@@ -87,6 +88,25 @@ TEST(UpstreamFixtures, Palu) {
   }
   for (const Layer& l : m.layers)
     for (const Linear* lin : {&l.q, &l.o, &l.gate, &l.up, &l.down}) EXPECT_FALSE(lin->low_rank());
+}
+
+TEST(UpstreamFixtures, DobiSvd) {
+  const Model m = load_upstream("dobi_svd");
+  // 5.4e-4: upstream's load_remapping_model rounds the dequantized factors (and the dense rebuilds) to
+  // fp16; flashsvd keeps them exact in fp32. Rounding them as upstream does measured 1.9e-5 here.
+  expect_upstream_logits(m, "dobi_svd", 1e-3);
+  // Rank = the truncation position; v_proj (40 * (64 + 64) >= 64 * 64) is rebuilt dense as upstream's loader does.
+  for (const Layer& l : m.layers) {
+    EXPECT_EQ(l.q.rank(), 12);
+    EXPECT_EQ(l.gate.rank(), 20);
+    EXPECT_EQ(l.down.rank(), 22);
+    EXPECT_FALSE(l.v.low_rank());
+  }
+  EXPECT_FALSE(m.lm_head.low_rank());
+  // What made the loader fail before: DOBI_quantize saves the "us" tail of gate/up (out > in) as a
+  // transposed view, which torch.save keeps column-major.
+  const TorchArchive remap(upstream_dir("dobi_svd") + "/remapping_weight.pt");
+  EXPECT_EQ(remap.info("model.layers.0.mlp.gate_proj.tuple_info.1").strides, (std::vector<int64_t>{1, 108}));
 }
 
 }  // namespace
