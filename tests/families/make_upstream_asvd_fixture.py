@@ -39,7 +39,6 @@ accelerate 0.25.0, lm_eval 0.3.0).
 import argparse
 import os
 import runpy
-import shutil
 import sys
 
 import upstream_fixture_util as util
@@ -80,13 +79,7 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(saved, trust_remote_code=True, torch_dtype=torch.float32)
     logits = util.logits_of(model)
 
-    out = util.fixture_dir("asvd")
-    for name in sorted(os.listdir(saved)):
-        if not name.endswith(".py"):
-            shutil.copy(os.path.join(saved, name), out)
-    ranks = model.config.truncation_ranks
-    util.write_reference(out, logits, upstream_commit=COMMIT, truncation_ranks=ranks, **util.versions())
-    print("wrote", out, sorted(os.listdir(out)), ranks)
+    util.publish("asvd", saved, logits, upstream_commit=COMMIT, truncation_ranks=model.config.truncation_ranks)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ transformers 4.45.1, accelerate 0.34.2, sentencepiece, protobuf, pyyaml
 """
 import argparse
 import os
-import shutil
 import sys
 
 import upstream_fixture_util as util
@@ -102,12 +101,8 @@ model_saving:
     reloaded = util.logits_of(ShareLlamaForCausalLM.from_pretrained(saved, device_map="cpu"))
     assert torch.equal(reloaded, logits), (reloaded - logits).abs().max()
 
-    out = util.fixture_dir("basis_sharing")
-    for name in sorted(os.listdir(saved)):
-        shutil.copy(os.path.join(saved, name), out)
     unique = {p.data_ptr(): p.numel() for p in model.parameters()}
-    util.write_reference(out, logits, upstream_commit=COMMIT, unique_params=sum(unique.values()), **util.versions())
-    print("wrote", out, sorted(os.listdir(out)))
+    util.publish("basis_sharing", saved, logits, upstream_commit=COMMIT, unique_params=sum(unique.values()))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ datasets 2.19.2 (imported only), sentencepiece, protobuf.
 import json
 import os
 import runpy
-import shutil
 import sys
 
 import upstream_fixture_util as util
@@ -117,11 +116,7 @@ def main():
     model, _ = load_remapping_model(saved)
     logits = util.logits_of(model)
 
-    out = util.fixture_dir("dobi_svd")
-    for name in sorted(os.listdir(saved)):
-        shutil.copy(os.path.join(saved, name), out)
-    util.write_reference(out, logits, upstream_commit=COMMIT, gamma=GAMMA, **util.versions())
-    print("wrote", out, sorted(os.listdir(out)))
+    util.publish("dobi_svd", saved, logits, upstream_commit=COMMIT, gamma=GAMMA)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ run_lm_eval.py; upstream uses its lm-evaluation-harness submodule), sentencepiec
 """
 import os
 import runpy
-import shutil
 import sys
 import types
 
@@ -77,12 +76,7 @@ def main():
     model = AutoModelForCausalLM.from_pretrained(saved, torch_dtype=torch.float32)
     logits = util.logits_of(model)
 
-    out = util.fixture_dir("palu")
-    for name in sorted(os.listdir(saved)):
-        shutil.copy(os.path.join(saved, name), out)
-    ranks = model.config.head_wise_ranks
-    util.write_reference(out, logits, upstream_commit=COMMIT, head_wise_ranks=ranks, **util.versions())
-    print("wrote", out, sorted(os.listdir(out)), ranks)
+    util.publish("palu", saved, logits, upstream_commit=COMMIT, head_wise_ranks=model.config.head_wise_ranks)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def git_dir_arg(default_name):
 
 
 def tiny_tokenizer(directory):
-    """A 256-piece SentencePiece model trained on this repository's docs, saved as a LlamaTokenizer."""
+    """A 256-piece SentencePiece model trained on this repository's docs, saved as a LlamaTokenizer.
+    Only the tokenizer files follow later edits of the docs: weights and logits use fixed token ids."""
     import sentencepiece as spm
     from transformers import LlamaTokenizer
 
@@ -105,10 +106,17 @@ def logits_of(model):
         return model(torch.tensor([TOKENS])).logits[0].double()
 
 
-def write_reference(directory, logits, **extra):
-    record = {"tokens": TOKENS, "logits": logits.tolist(), **extra}
-    with open(os.path.join(directory, "reference.json"), "w") as f:
+def publish(family, saved, logits, **extra):
+    """Copies the directory upstream saved (less the upstream .py files some copy in) into the fixture
+    directory, with reference.json: TOKENS, the logits, `extra` and the versions used."""
+    out = fixture_dir(family)
+    for name in sorted(os.listdir(saved)):
+        if not name.endswith(".py"):
+            shutil.copy(os.path.join(saved, name), out)
+    record = {"tokens": TOKENS, "logits": logits.tolist(), **extra, **versions()}
+    with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(record, f)
+    print("wrote", out, sorted(os.listdir(out)), extra)
 
 
 def versions():
