@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <span>
+#include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "families/dobi_codes.h"
@@ -80,6 +82,23 @@ class RemappingFile {
     // TorchArchive checked that the tensor lies inside its storage.
     return zip_.read(prefix_ + "data/" + t.storage_key).subspan(static_cast<size_t>(t.offset), rows * cols);
   }
+  // The [rows, cols] tensor `name`: row-major, or column-major as DOBI_quantize saves its "us" tail
+  // (torch.stack(...).T.to(float16) is a transposed view, and torch.save keeps its strides).
+  Tensor matrix(TensorTaker& taker, const std::string& name, int64_t rows, int64_t cols) const {
+    const TorchTensorInfo& t = archive_.info(name);
+    if (t.shape != std::vector<int64_t>{rows, cols} || t.strides != std::vector<int64_t>{1, rows})
+      return taker.take(name, {rows, cols});
+    taker.skip(name);
+    // TorchArchive checked that the rows * cols elements from the offset lie inside the storage.
+    std::vector<float> columns(static_cast<size_t>(rows * cols));
+    const size_t elem = dtype_size(t.dtype);
+    to_f32(t.dtype, zip_.read(prefix_ + "data/" + t.storage_key).data() + static_cast<size_t>(t.offset) * elem,
+           columns.size(), columns.data(), path() + ": tensor '" + name + "'");
+    Tensor out({rows, cols});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) out.data()[r * cols + c] = columns[c * rows + r];
+    return out;
+  }
 
  private:
   MappedFile file_;
@@ -125,7 +144,7 @@ Linear dequantize(const RemappingFile& f, TensorTaker& t, const std::string& mod
           ", not None or (\"us\" | \"vt\", tensor)");
     check(want && *kind == want, path, "module ", module, ": tuple_info holds a \"", *kind, "\" tail but W is ", out,
           " x ", in, ", which needs ", want ? std::string("a \"") + want + "\" tail" : std::string("none"));
-    tail = *kind == "us" ? t.take(p + "tuple_info.1", {out - in, k}) : t.take(p + "tuple_info.1", {k, in - out});
+    tail = *kind == "us" ? f.matrix(t, p + "tuple_info.1", out - in, k) : f.matrix(t, p + "tuple_info.1", k, in - out);
   }
 
   Tensor us({out, k}), vt({k, in});
