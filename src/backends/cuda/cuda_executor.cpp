@@ -5,11 +5,12 @@
 #include <cstring>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/row_ops.h"
-#include "backends/cuda/sampling.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/embedding.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/sampling.h"
+#include "backends/cuda/token_select.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {

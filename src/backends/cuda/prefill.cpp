@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/embedding.h"
+#include "backends/cuda/kv_store.h"
+#include "backends/cuda/norm.h"
 #include "backends/cuda/prefill_attention.h"
-#include "backends/cuda/row_ops.h"
-#include "backends/cuda/small_ops.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {

@@ -18,7 +18,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/token_select.h"
 
 namespace fsvd::cuda {
 namespace {
