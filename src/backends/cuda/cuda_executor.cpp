@@ -17,7 +17,6 @@ namespace fsvd::cuda {
 namespace {
 
 constexpr const char* kWhere = "CudaExecutor";
-constexpr int64_t kMaxNormCols = 8192;  // rmsnorm_gemv's limit on its input width
 
 // y += linear(x); `rank` holds the rank-space vector of a low-rank linear.
 void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, GemvConfig cfg,
@@ -34,8 +33,8 @@ void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, 
 // Shapes the kernels handle; checked before touching the device.
 void check_supported(const ModelConfig& c, const std::string& source) {
   check_head_shape(HeadShape{c.n_heads, c.n_kv_heads, c.head_dim}, source + " (CUDA decode attention)");
-  check(c.hidden <= kMaxNormCols, source, "hidden size ", c.hidden, " exceeds the CUDA RMSNorm-GEMV limit of ",
-        kMaxNormCols);
+  check(c.hidden <= kMaxRmsnormGemvCols, source, "hidden size ", c.hidden,
+        " exceeds the CUDA RMSNorm-GEMV limit of ", kMaxRmsnormGemvCols);
 }
 
 // The dense KV cache is the one allocation that scales with the request:

@@ -55,7 +55,6 @@ constexpr int kMaxHeads = 8;       // query heads per CTA; larger groups take se
 constexpr int kMinSplitLen = 32;   // shorter slices cost more in merging than they save
 constexpr int kMaxSplits = 256;    // the merge walks the slices serially
 constexpr int kMaxCtasPerSm = 4;    // more slices than this buys no bandwidth, costs merging
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
   const float* q;      // the token's q, k, v before RoPE

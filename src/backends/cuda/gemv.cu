@@ -61,8 +61,10 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/reduce.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -77,7 +79,6 @@ constexpr int kMaxSplits = 8;         // portable thread-block cluster size
 constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
 constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
 constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
-constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
 enum class Epilogue { Store, Add };
@@ -152,17 +153,6 @@ __device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
   return w;
 }
 
-// Sum over the CTA, the same value in every thread; `scratch` holds 32 floats.
-__device__ float block_sum(float v, float* scratch) {
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) scratch[warp] = v;
-  __syncthreads();
-  float total = 0;
-  for (int i = 0; i < warps; ++i) total += scratch[i];
-  return total;
-}
-
 template <XKind kX>
 __device__ __forceinline__ float load_x(const void* x, const float* up, int k) {
   if constexpr (kX == XKind::BF16) {
@@ -195,20 +185,13 @@ __device__ void stage_x(const void* x, const float* up, int k0, int n, int cols,
   }
 }
 
-// 16 bytes into shared memory without passing through registers; the bytes
-// past src_bytes (0..16) are zero and src is not read beyond them.
-__device__ __forceinline__ void copy_async16(void* dst, const void* src, int src_bytes) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
-}
-
 // The RMSNorm's gain into xs4[0 .. n4), zero past cols, copied before the PDL
 // wait (it never depends on the previous kernel). Thread t copies the float4s
 // t, t + blockDim.x, ...: the ones stage_normed_x has it read back.
 __device__ void prefetch_gain(const float* gain, int n4, int cols, float4* xs4) {
   for (int i4 = threadIdx.x; i4 < n4; i4 += blockDim.x)
-    copy_async16(xs4 + i4, gain + 4 * i4, 4 * min(max(cols - 4 * i4, 0), 4));
-  asm volatile("cp.async.commit_group;" ::: "memory");
+    cp_async16(xs4 + i4, gain + 4 * i4, 4 * min(max(cols - 4 * i4, 0), 4));
+  cp_async_commit();
 }
 
 // xs4 = x ⊙ gain over the whole vector (the gain already there, from
@@ -216,7 +199,7 @@ __device__ void prefetch_gain(const float* gain, int n4, int cols, float4* xs4) 
 // share of sum(x^2).
 __device__ float stage_normed_x(const float* x, int n4, int cols, float4* xs4) {
   constexpr int kVecs = kBatch / 2;  // 16 values in flight: the registers of kBatch (x, gain) pairs
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  cp_async_wait_all();
   float ss = 0;
   for (int base = 0; base < n4; base += kVecs * blockDim.x) {
     float4 v[kVecs];
@@ -344,7 +327,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) acc[j] = warp_sum(acc[j]);
   // Every CTA computes the same scale from the same data in the same order.
-  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch) / op.cols + p.eps) : 1.0f;
+  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch, warps) / op.cols + p.eps) : 1.0f;
 
   if (p.splits == 1) {
 #pragma unroll
@@ -580,8 +563,8 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   check(!rq.norm || (reinterpret_cast<uintptr_t>(rq.gain) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(products[0].x.data) % 16 == 0),
         where, "RMSNorm input and gain must be 16-byte aligned (they are read 16 bytes at a time)");
-  check(!rq.norm || products[0].w.cols <= kMaxNormCols, where, "RMSNorm input of ", products[0].w.cols,
-        " values; at most ", kMaxNormCols, " are supported");
+  check(!rq.norm || products[0].w.cols <= kMaxRmsnormGemvCols, where, "RMSNorm input of ", products[0].w.cols,
+        " values; at most ", kMaxRmsnormGemvCols, " are supported");
 
   int device = 0, sm_count = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));

@@ -76,9 +76,11 @@ void gemv(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream, Gem
 // y += W·x (the residual add after o and down projections).
 void gemv_residual(const DeviceMatrix& w, DeviceVec x, float* y, cudaStream_t stream,
                    GemvConfig cfg = {});
+// Every CTA of rmsnorm_gemv stages all of x: at most 32 KB of shared memory.
+constexpr int kMaxRmsnormGemvCols = 8192;
 // y = W · (x / sqrt(mean(x^2) + eps) ⊙ gain), x and gain fp32 of length cols
-// (at most 8192), both 16-byte aligned: the RMSNorm before a projection,
-// computed inside every CTA (no extra launch).
+// (at most kMaxRmsnormGemvCols), both 16-byte aligned: the RMSNorm before a
+// projection, computed inside every CTA (no extra launch).
 void rmsnorm_gemv(const DeviceMatrix& w, const float* x, const float* gain, float eps, float* y,
                   cudaStream_t stream, GemvConfig cfg = {});
 

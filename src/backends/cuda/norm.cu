@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/reduce.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -42,11 +43,7 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += static_cast<double>(xr[i]) * xr[i];
   }
-  ss = warp_sum(ss);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = ss;
-  __syncthreads();
-  double total = 0;
-  for (int i = 0; i < kThreads / 32; ++i) total += partial[i];
+  const double total = block_sum(ss, partial, kThreads / 32);
   const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(dim)) + eps);
   if (vec) {
     for (int64_t i = threadIdx.x; i < dim / 4; i += kThreads) {

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
 
@@ -32,7 +33,6 @@ constexpr int kThreads = kWarps * 32;
 // one wave.
 constexpr int ctas_per_sm(int block_m) { return block_m == 128 ? 2 : 3; }
 constexpr int kMaxGridY = 65535;
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct AttentionParams {
   const __nv_bfloat16* q;
@@ -43,20 +43,6 @@ struct AttentionParams {
   int q_ld, kv_ld;   // row strides in elements: n_heads * head_dim, n_kv_heads * head_dim
   float scale_log2;  // log2(e) / sqrt(head_dim)
 };
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared; with valid false nothing is read and zeros land.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
 
 // volatile: the same address holds a new tile on the next iteration.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -107,7 +93,7 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* sr
 #pragma unroll
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const int r = row + it * kRowsPerPass;
-    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid);
+    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid ? 16 : 0);
   }
 }
 
@@ -175,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
 
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * kBlockN;
-    cp_async_wait_all();
+    cp_async_wait_committed();
     __syncthreads();  // K_j has landed; every warp is done reading V_{j-1}
     load_tile<kHeadDim, kBlockN>(sV, vg + int64_t{k0} * p.kv_ld, p.kv_ld, kv_len - k0);
     cp_async_commit();
@@ -208,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
         }
       }
     }
-    cp_async_wait_all();
+    cp_async_wait_committed();
     __syncthreads();  // V_j has landed; every warp is done reading K_j
     if (j + 1 < n_tiles) {
       load_tile<kHeadDim, kBlockN>(sK, kg + int64_t{k0 + kBlockN} * p.kv_ld, p.kv_ld,

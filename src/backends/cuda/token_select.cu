@@ -7,20 +7,12 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/reduce.cuh"
 
 namespace fsvd::cuda {
 namespace {
 
 constexpr int kArgmaxThreads = 1024;
-
-struct Best {
-  float v;
-  int i;
-};
-// Larger value wins, the lower index on ties; NaN never compares better.
-__device__ __forceinline__ Best better(Best a, Best b) {
-  return b.v > a.v || (b.v == a.v && b.i < a.i) ? b : a;
-}
 
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* logits, int n, int32_t* index) {
   __shared__ Best partial[kArgmaxThreads / 32];
@@ -41,15 +33,8 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* log
   if (static_cast<int>(threadIdx.x) < head) best = better(best, {logits[threadIdx.x], static_cast<int>(threadIdx.x)});
   if (tail + static_cast<int>(threadIdx.x) < n)
     best = better(best, {logits[tail + threadIdx.x], tail + static_cast<int>(threadIdx.x)});
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2)
-    best = better(best, {__shfl_xor_sync(0xffffffffu, best.v, off), __shfl_xor_sync(0xffffffffu, best.i, off)});
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = best;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kArgmaxThreads / 32; ++w) best = better(best, partial[w]);
-    *index = best.i == INT_MAX ? 0 : best.i;
-  }
+  best = block_best<kArgmaxThreads / 32>(best, partial);
+  if (threadIdx.x == 0) *index = best.i == INT_MAX ? 0 : best.i;
 }
 
 __global__ void publish_token_kernel(const int32_t* token, int32_t* pos, int32_t* ring, int ring_size) {
