@@ -1,4 +1,5 @@
-// Batch-1 GEMV kernels, bf16 or fp32 weights (see gemv.h for the contract).
+// Batch-1 GEMV kernels, bf16 or fp32 weights (see gemv.h for the contract),
+// and their launch; the launch shape comes from the planner (gemv_plan.cpp).
 //
 // Work layout. A CTA of `warps` warps owns a tile of rows and one column slice
 // ("split"). Each warp owns kRowsPerWarp rows of W; lane l reads the 16-byte
@@ -71,14 +72,8 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kLoadsInFlight = 8;     // 16-byte weight loads a lane issues before using any
-constexpr int kMaxRowsPerWarp = 4;    // W rows per warp: 2 or 4 (GemvConfig::rows_per_warp)
-constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per lane
-constexpr int kMaxChunkCols = 4096;   // columns per slice: its x in 16 KB of shared memory
-constexpr int kMaxSplits = 8;         // portable thread-block cluster size
-constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
-constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
-constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
+using namespace gemv_limits;
+
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
 enum class Epilogue { Store, Add };
@@ -425,117 +420,26 @@ void launch_for_rows(const Request& rq, XKind x, int count, const Params& p, con
     launch_for<T, 4>(rq, x, count, p, plan, smem, early, stream);
 }
 
-void check_config(GemvConfig cfg, const char* where) {
-  check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
-        kMaxWarps);
-  check(cfg.splits >= 0 && cfg.splits <= kMaxSplits, where, "splits ", cfg.splits, " not in 1..",
-        kMaxSplits);
-  check(cfg.rows_per_warp == 0 || cfg.rows_per_warp == 2 || cfg.rows_per_warp == kMaxRowsPerWarp, where,
-        "rows per warp ", cfg.rows_per_warp, " not 2 or ", kMaxRowsPerWarp);
-}
-
 void check_count(int count, const char* where) {
   check(count >= 1 && count <= kMaxGemvGroups, where, count, " groups; 1..", kMaxGemvGroups,
         " are supported");
 }
 
-// The plan of one product for a request of `splits` column slices (0 counts as 1).
-GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64_t splits) {
-  check(w.rows >= 1 && w.cols >= 1, "plan_gemv", "empty matrix [", w.rows, ", ", w.cols, "]");
-  const int64_t group = values_per_16_bytes(w.type);
-  const int64_t groups = ceil_div(w.cols, group);
-  GemvPlan plan;
-  plan.warps = warps;
-  plan.rows_per_warp = rows_per_warp;
-  plan.tiles = static_cast<int>(ceil_div(w.rows, int64_t{warps} * rows_per_warp));
-  splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
-  int64_t chunk = ceil_div(groups, splits);
-  if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
-  plan.splits = static_cast<int>(ceil_div(groups, chunk));
-  plan.chunk_cols = static_cast<int>(chunk * group);
-  return plan;
-}
-
-// The plans of `count` products launched together (plans[i] for product i)
-// and of the launch: common warps and rows per warp; one request of column
-// slices, chosen over all their row tiles; the launch's `splits` is the
-// largest product's, its `tiles` the sum and its `chunk_cols` the widest.
-//
-// Automatic choices, from sweeping each launch shape inside the LLaMA-7B
-// decode chains (dense, keep 0.5 and 0.4) on H200 (bench/kernels/gemv_notes.md):
-// - slices: as many as keep the CTAs in one wave, each giving every warp at
-//   least one full batch of loads (SiLU·up: as many as that allows, which
-//   shortens each CTA's staging). A norm launch of more than one wave
-//   unsplit gets at least the slices that early_weights needs (rows <= 4 KB
-//   a slice: the dense gate|up); the gate, up second factors at keep 0.7
-//   (2089 columns) decoded ~0.18 ms a token slower with them.
-// - rows per warp: 4, which keeps the CTAs few where every CTA stages much
-//   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
-//   value); 2 for a plain or residual product of more than one wave (the
-//   gate, up second factors), whose rows need slices for early_weights
-//   anyway when 2-row warps fill the wave with no more slices than that (the
-//   dense o projection; with 4-row warps it would need twice as many), or
-//   that would give fewer CTAs than SMs with 4-row warps.
+// The planner's view of the products (gemv_plan.h).
 GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool norm, int sm_count,
                        GemvPlan* plans) {
-  const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
-  const bool silu = products[0].x.kind == XKind::SiluMul;
-  const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
-  int64_t groups = 0, row_bytes = 0;  // of the widest product
-  for (int i = 0; i < count; ++i) {
-    const DeviceMatrix& w = products[i].w;
-    groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
-    row_bytes = std::max(row_bytes, w.cols * element_bytes(w.type));
-  }
-  auto unsplit_tiles = [&](int rows_per_warp) {
-    int64_t tiles = 0;
-    for (int i = 0; i < count; ++i) tiles += plan_product(products[i].w, warps, rows_per_warp, 1).tiles;
-    return tiles;
-  };
-  const int64_t early_splits =
-      cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
-  // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 unless
-  // early_weights needs them (H200):
-  // 6 slices of a 4096-column row (clusters of 6) cost 4-5 us a layer more
-  // than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B keep 0.5's
-  // down second factor [4096, 1592] decode 1% faster than 2.
-  auto slices_for = [&](int rows) {
-    if (cfg.splits > 0) return int64_t{cfg.splits};
-    const int64_t tiles = unsplit_tiles(rows);
-    const int64_t deep = groups / (kLoadsInFlight / rows * kStepGroups);
-    int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
-    if (s > 4 && s < kMaxSplits) s = 4;
-    if (norm && tiles > slots) s = std::max(s, early_splits);
-    return s;
-  };
-  int rows_per_warp = cfg.rows_per_warp;
-  if (rows_per_warp == 0) {
-    const bool light = !norm && !silu;  // a CTA stages only its slice of x
-    const bool more_than_a_wave = unsplit_tiles(kMaxRowsPerWarp) > slots;
-    const bool slices_needed_anyway = early_splits > 1 && slots / unsplit_tiles(2) <= early_splits;
-    // Rows too short for slices at 4 rows a warp leave SMs without a CTA
-    // (keep 0.4's o second factor [4096, 819]: 128 CTAs).
-    const bool idles_sms =
-        unsplit_tiles(kMaxRowsPerWarp) * std::max<int64_t>(slices_for(kMaxRowsPerWarp), 1) < sm_count;
-    rows_per_warp = light && (more_than_a_wave || slices_needed_anyway || idles_sms) ? 2 : kMaxRowsPerWarp;
-  }
-  const int64_t splits = slices_for(rows_per_warp);
-  GemvPlan launch;
-  launch.warps = warps;
-  launch.rows_per_warp = rows_per_warp;
-  for (int i = 0; i < count; ++i) {
-    plans[i] = plan_product(products[i].w, warps, rows_per_warp, splits);
-    launch.tiles += plans[i].tiles;
-    launch.splits = std::max(launch.splits, plans[i].splits);
-    launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
-  }
-  return launch;
+  DeviceMatrix weights[kMaxGemvGroups];
+  for (int i = 0; i < count; ++i) weights[i] = products[i].w;
+  const GemvFusion fusion = norm ? GemvFusion::RmsNorm
+                            : products[0].x.kind == XKind::SiluMul ? GemvFusion::SiluMul
+                                                                   : GemvFusion::None;
+  return plan_gemv_launch(weights, count, cfg, fusion, sm_count, plans);
 }
 
 void launch(const Request& rq, const Product* products, int count, cudaStream_t stream, GemvConfig cfg) {
   const char* where = rq.where;
   check_count(count, where);
-  check_config(cfg, where);
+  check_gemv_config(cfg, where);
   const ElementType type = products[0].w.type;
   const XKind x_kind = products[0].x.kind;
   const int64_t group = values_per_16_bytes(type);
@@ -621,19 +525,9 @@ int to_products(const GemvGroup* groups, int count, const char* where, Product* 
 
 }  // namespace
 
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights,
-                   GemvFusion fusion) {
-  check_config(cfg, "plan_gemv");
-  DeviceVec x;
-  if (fusion == GemvFusion::SiluMul) x.kind = XKind::SiluMul;
-  const Product product{{nullptr, rows, cols, cols, weights}, x, nullptr};
-  GemvPlan plan;
-  return plan_products(&product, 1, cfg, fusion == GemvFusion::RmsNorm, sm_count, &plan);
-}
-
 GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count) {
   const char* where = "plan_gemv_grouped";
-  check_config(cfg, where);
+  check_gemv_config(cfg, where);
   Product products[kMaxGemvGroups];
   GemvPlan plans[kMaxGemvGroups];
   return plan_products(products, to_products(groups, count, where, products), cfg, false, sm_count, plans);

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backends/cuda/device_matrix.h"
+#include "backends/cuda/gemv_plan.h"
 
 namespace fsvd::cuda {
 
@@ -32,39 +33,6 @@ struct DeviceVec {
   static DeviceVec f32(const float* p) { return {p, nullptr, Kind::F32}; }
   static DeviceVec bf16_values(const __nv_bfloat16* p) { return {p, nullptr, Kind::BF16}; }
   static DeviceVec silu_mul(const float* gate, const float* up) { return {gate, up, Kind::SiluMul}; }
-};
-
-// Launch shape; 0 lets the launcher choose. `splits` > 1 cuts the columns into
-// that many slices (split-K, at most 8), for matrices whose rows are too few
-// to fill the GPU; the CTAs of one row tile form a thread-block cluster and
-// add their partial sums in a fixed order, so results are bitwise
-// reproducible for a given configuration.
-//
-// `early_weights` launches with programmatic dependent launch: the kernel
-// starts while the previous kernel in the stream is still running, loads its
-// first weights, and waits for that kernel only before reading x or touching
-// y. This hides launch latency between back-to-back GEMVs (the decode path);
-// it requires that the previous kernel does not write W. It is ignored for
-// launches whose CTAs stream more than 4 KB of each row (2048 bf16 columns),
-// where it measured slower.
-//
-// `rows_per_warp` (2 or 4) trades rows for depth: a warp keeps the same
-// number of weight loads in flight either way, over fewer rows and more steps
-// of each, so matrices with few rows can fill the GPU with fewer slices.
-struct GemvConfig {
-  int warps = 0;   // warps per CTA, 1..8
-  int splits = 0;  // column slices, 1..8
-  bool early_weights = false;
-  int rows_per_warp = 0;
-};
-
-// What a launch will do once automatic choices are made.
-struct GemvPlan {
-  int warps = 0;
-  int rows_per_warp = 0;
-  int splits = 0;      // slices actually launched (may be fewer than asked)
-  int chunk_cols = 0;  // columns per slice (whole 512-byte warp steps unless cols is smaller)
-  int tiles = 0;       // row tiles; the grid is tiles * splits CTAs
 };
 
 // All functions below validate the layout (throwing fsvd::Error), enqueue one
@@ -104,16 +72,8 @@ constexpr int kMaxGemvGroups = 4;
 // gives. The automatic choice counts the row tiles of all groups together.
 void gemv_grouped(const GemvGroup* groups, int count, cudaStream_t stream, GemvConfig cfg = {});
 
-// What a launch fuses into the staging of its input (the automatic plan
-// depends on it): nothing, the RMSNorm (rmsnorm_gemv) or SiLU(gate)·up.
-enum class GemvFusion : uint8_t { None, RmsNorm, SiluMul };
-
-// The launch shape the functions above use for W [rows, cols] of `weights`
-// values on a GPU with sm_count SMs.
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count,
-                   ElementType weights = ElementType::BF16, GemvFusion fusion = GemvFusion::None);
-// The same for gemv_grouped (validates only count and cfg): `tiles` sums the
-// groups' row tiles, `splits` is the CTAs per row tile of every group (the
+// plan_gemv (gemv_plan.h) for gemv_grouped (validates only count and cfg):
+// `tiles` sums the groups' row tiles, `splits` is the CTAs per row tile of every group (the
 // most any group needs; groups with fewer slices leave the rest idle), and
 // `chunk_cols` the widest slice.
 GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count);
