@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/elementwise.h"
@@ -360,7 +359,7 @@ void CudaExecutor::enqueue_step() {
   // Sampling parameters are baked into the captured launch: other ones
   // need a new capture.
   std::vector<cudaGraphExec_t>& graphs = sampling_ ? sample_graphs_ : graphs_;
-  if (sampling_ && !graphs.empty() && std::memcmp(&sample_params_, sampling_, sizeof(SamplingParams)) != 0) {
+  if (sampling_ && !graphs.empty() && sample_params_ != *sampling_) {
     for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphExecDestroy(g));
     graphs.clear();
   }
