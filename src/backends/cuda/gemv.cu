@@ -7,9 +7,8 @@
 // each), so a warp step reads 512 contiguous bytes per row, fully coalesced.
 // The weight type is a template parameter of the one kernel body: it only
 // changes how a group unpacks, so bf16 compiles to the code tuned for it. The
-// slice of x lives in shared memory as fp32 (converted from bf16, times the
-// RMSNorm gain, or formed as silu(gate)·up) and is shared by all rows of the
-// tile. A warp issues the loads of kUnroll steps x
+// slice of x lives in shared memory as fp32 (as given, times the RMSNorm
+// gain, or formed as silu(gate)·up) and is shared by all rows of the tile. A warp issues the loads of kUnroll steps x
 // kRowsPerWarp rows before using any, and the first batch is issued before x
 // is staged, so the x prologue hides under the weight loads.
 //
@@ -56,6 +55,7 @@
 #include "backends/cuda/gemv.h"
 
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
@@ -150,9 +150,7 @@ __device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
 
 template <XKind kX>
 __device__ __forceinline__ float load_x(const void* x, const float* up, int k) {
-  if constexpr (kX == XKind::BF16) {
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(x)[k]);
-  } else if constexpr (kX == XKind::SiluMul) {
+  if constexpr (kX == XKind::SiluMul) {
     // Fast exp and division: expf's and IEEE division's longer sequences made
     // the instance spill (the first weight batch is live while x is staged).
     const float gate = static_cast<const float*>(x)[k];
@@ -386,9 +384,7 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
 template <typename T, Epilogue kE, int kRows>
 void launch_for_input(XKind x, const Params& p, const GemvPlan& plan, size_t smem, bool early,
                       cudaStream_t stream) {
-  if (x == XKind::BF16)
-    launch_kernel<T, kE, XKind::BF16, false, 1, kRows>(p, plan, smem, early, stream);
-  else if (x == XKind::SiluMul)
+  if (x == XKind::SiluMul)
     launch_kernel<T, kE, XKind::SiluMul, false, 1, kRows>(p, plan, smem, early, stream);
   else
     launch_kernel<T, kE, XKind::F32, false, 1, kRows>(p, plan, smem, early, stream);
@@ -403,9 +399,7 @@ void launch_for(const Request& rq, XKind x, int count, const Params& p, const Ge
   else if (rq.epilogue == Epilogue::Add)
     launch_for_input<T, Epilogue::Add, kRows>(x, p, plan, smem, early, stream);
   else if (count > 1)  // silu_mul inputs are refused for groups: no instance for them
-    (x == XKind::BF16 ? launch_kernel<T, Epilogue::Store, XKind::BF16, false, kMaxGemvGroups, kRows>
-                      : launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups, kRows>)(
-        p, plan, smem, early, stream);
+    launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups, kRows>(p, plan, smem, early, stream);
   else
     launch_for_input<T, Epilogue::Store, kRows>(x, p, plan, smem, early, stream);
 }
@@ -459,7 +453,7 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
     const DeviceVec& x = products[i].x;
     check(x.data != nullptr && (x.kind == XKind::SiluMul) == (x.up != nullptr), where, which,
           "null input (silu_mul needs gate and up)");
-    check(x.kind == x_kind, where, which, "inputs must all be of one kind (fp32, bf16 or silu_mul)");
+    check(x.kind == x_kind, where, which, "inputs must all be of one kind (fp32 or silu_mul)");
   }
   check(count == 1 || x_kind != XKind::SiluMul, where, "silu_mul inputs are for single GEMVs");
   check(!rq.norm || (rq.gain != nullptr && x_kind == XKind::F32), where,

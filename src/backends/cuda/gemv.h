@@ -11,7 +11,6 @@
 // boundary and is read with 16-byte loads. The uploader pads rows whose width
 // does not fill the last group (ranks like 1491); the padding's values are
 // never used, so it may hold anything.
-#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -21,17 +20,15 @@
 
 namespace fsvd::cuda {
 
-// A GEMV input: a device vector of fp32 or bf16 values (bf16 halves the
-// input's bytes when the producer already rounded it), or the MLP activation
+// A GEMV input: a device vector of fp32 values, or the MLP activation
 // x[k] = silu(gate[k]) · up[k] of two fp32 vectors, formed as the kernel
 // stages its input (no launch of its own, no round trip through memory).
 struct DeviceVec {
-  enum class Kind : uint8_t { F32, BF16, SiluMul };
+  enum class Kind : uint8_t { F32, SiluMul };
   const void* data = nullptr;  // the values, or gate
   const float* up = nullptr;   // SiluMul only
   Kind kind = Kind::F32;
   static DeviceVec f32(const float* p) { return {p, nullptr, Kind::F32}; }
-  static DeviceVec bf16_values(const __nv_bfloat16* p) { return {p, nullptr, Kind::BF16}; }
   static DeviceVec silu_mul(const float* gate, const float* up) { return {gate, up, Kind::SiluMul}; }
 };
 
@@ -64,9 +61,8 @@ constexpr int kMaxGemvGroups = 4;
 // y_g = W_g·x_g for groups[0 .. count), 1 <= count <= kMaxGemvGroups, in one
 // launch (the q, k, v or gate, up second factors of a decode step: one
 // launch cost instead of several). Each W_g follows the layout contract above
-// with its own shape and stride; all share one weight type, and all x_g one
-// kind, fp32 or bf16 (they may overlap, e.g. slices of one packed rank-space
-// vector); the y_g must not overlap each other or any x_g. `cfg` applies to the launch as a whole:
+// with its own shape and stride; all share one weight type, and all x_g are
+// fp32 (they may overlap, e.g. slices of one packed rank-space vector); the y_g must not overlap each other or any x_g. `cfg` applies to the launch as a whole:
 // every group gets the same warps and the same requested column slices, so
 // with an explicit cfg each y_g is bitwise what gemv(W_g, x_g, y_g, cfg)
 // gives. The automatic choice counts the row tiles of all groups together.

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/gemv.h"
 
+#include <cuda_bf16.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,28 +92,14 @@ struct TestMatrix {
   }
 };
 
-// An input vector on the device, fp32 or bf16; `values` are what the kernel sees.
+// An fp32 input vector on the device; `values` are what the kernel sees.
 struct TestVec {
   std::vector<float> values;
   DeviceBuffer<float> f32;
-  DeviceBuffer<uint16_t> bf16;
 
-  TestVec(int64_t n, uint64_t seed, bool as_bf16) : values(testing::random_normal(n, seed)) {
-    if (as_bf16) {
-      std::vector<uint16_t> bits(n);
-      for (int64_t i = 0; i < n; ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
-      bf16 = DeviceBuffer<uint16_t>(n);
-      bf16.upload(bits);
-    } else {
-      f32 = DeviceBuffer<float>(n);
-      f32.upload(values);
-    }
-  }
+  TestVec(int64_t n, uint64_t seed) : values(testing::random_normal(n, seed)), f32(n) { f32.upload(values); }
   // The values from `offset` on.
-  DeviceVec dev(int64_t offset = 0) const {
-    return bf16.size() ? DeviceVec::bf16_values(reinterpret_cast<const __nv_bfloat16*>(bf16.data()) + offset)
-                       : DeviceVec::f32(f32.data() + offset);
-  }
+  DeviceVec dev(int64_t offset = 0) const { return DeviceVec::f32(f32.data() + offset); }
   std::vector<float> slice(int64_t offset, int64_t n) const {
     return {values.begin() + offset, values.begin() + offset + n};
   }
@@ -153,8 +140,8 @@ TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
       DeviceBuffer<float> y(rows);
       // Every input kind; for silu(gate)·up the CPU twin cpu::silu_mul forms the reference input.
       using Kind = DeviceVec::Kind;
-      for (Kind input : {Kind::F32, Kind::BF16, Kind::SiluMul}) {
-        const TestVec xg(cols, ++seed, input == Kind::BF16), xu(cols, ++seed, false);
+      for (Kind input : {Kind::F32, Kind::SiluMul}) {
+        const TestVec xg(cols, ++seed), xu(cols, ++seed);
         std::vector<float> x = xg.values;
         DeviceVec xv = xg.dev();
         if (input == Kind::SiluMul) {
@@ -165,7 +152,7 @@ TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
         const std::vector<float> resid = testing::random_normal(rows, ++seed);
         std::vector<double> want_resid(rows);
         for (int64_t i = 0; i < rows; ++i) want_resid[i] = resid[i] + want[i];
-        const char* names[] = {"x fp32 ", "x bf16 ", "x silu(gate)*up "};
+        const char* names[] = {"x fp32 ", "x silu(gate)*up "};
         for (GemvConfig cfg : kConfigs) {
           SCOPED_TRACE("W [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
                        names[static_cast<int>(input)] + describe(cfg));
@@ -193,7 +180,7 @@ TEST_P(CudaGemvTyped, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
   for (int64_t rows : {1, 7, 129, 1000}) {
     for (int64_t cols : {1, 8, 1491, 4096, 8192}) {
       const TestMatrix w(rows, cols, ++seed, type);
-      const TestVec x(cols, ++seed, false);
+      const TestVec x(cols, ++seed);
       std::vector<float> gain = testing::random_normal(cols, ++seed, 0.2f);
       for (float& g : gain) g += 1.0f;
       DeviceBuffer<float> gain_dev(cols), y(rows);
@@ -221,7 +208,7 @@ TEST_P(CudaGemvTyped, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
 TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
   const ElementType type = GetParam();
   const TestMatrix w(1000, 4096, 300, type);
-  const TestVec x(4096, 301, false);
+  const TestVec x(4096, 301);
   const std::vector<double> want = w.times(0, 1000, x.values);
   DeviceBuffer<float> y(1000);
   const GemvConfig cfg{8, 7};
@@ -257,7 +244,7 @@ TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) 
 TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   const ElementType type = GetParam();
   const TestMatrix w1(1000, 11008, 400, type), w2(129, 1000, 401, type);
-  const TestVec x(11008, 402, false);
+  const TestVec x(11008, 402);
   DeviceBuffer<float> t(1000), y(129);
   cudaStream_t stream = nullptr;
   FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -347,26 +334,23 @@ TEST_P(CudaGemvTyped, GroupedMatchesSeparateCallsOnOddShapes) {
   double worst = 0;
   for (const auto& shapes : sets) {
     const TestGroups set(shapes, seed += 10, type);
-    for (bool x_bf16 : {false, true}) {
-      const TestVec x(set.packed, ++seed, x_bf16);
-      for (GemvConfig cfg : kConfigs) {
-        for (bool early : {false, true}) {
-          cfg.early_weights = early;
-          SCOPED_TRACE(describe(shapes) + (x_bf16 ? "x bf16 " : "x fp32 ") + describe(cfg) +
-                       (early ? " early" : ""));
-          std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
-          const std::vector<GemvGroup> groups = set.groups(x, y);
-          gemv_grouped(groups.data(), set.count(), nullptr, cfg);
-          for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
-          const bool same_shape = cfg.splits > 0 || set.count() == 1;
-          for (int i = 0; i < set.count(); ++i) {
-            const std::vector<float> out = y[i].download(), ref = alone[i].download();
-            const double err = relative_error(out, set.want(i, x));
-            EXPECT_LT(err, kTolerance) << "group " << i;
-            worst = std::max(worst, err);
-            if (same_shape) {
-              EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
-            }
+    const TestVec x(set.packed, ++seed);
+    for (GemvConfig cfg : kConfigs) {
+      for (bool early : {false, true}) {
+        cfg.early_weights = early;
+        SCOPED_TRACE(describe(shapes) + describe(cfg) + (early ? " early" : ""));
+        std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
+        const std::vector<GemvGroup> groups = set.groups(x, y);
+        gemv_grouped(groups.data(), set.count(), nullptr, cfg);
+        for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
+        const bool same_shape = cfg.splits > 0 || set.count() == 1;
+        for (int i = 0; i < set.count(); ++i) {
+          const std::vector<float> out = y[i].download(), ref = alone[i].download();
+          const double err = relative_error(out, set.want(i, x));
+          EXPECT_LT(err, kTolerance) << "group " << i;
+          worst = std::max(worst, err);
+          if (same_shape) {
+            EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
           }
         }
       }
@@ -381,7 +365,7 @@ TEST_P(CudaGemvTyped, GroupedEarlyWeightsWaitsForThePreviousKernelsOutput) {
   const ElementType type = GetParam();
   const TestGroups set({{129, 1024}, {1000, 683}, {7, 293}}, 600, type);
   const TestMatrix first(set.packed, 4096, 610, type);
-  const TestVec x(4096, 611, false);
+  const TestVec x(4096, 611);
   DeviceBuffer<float> packed(set.packed);
   std::vector<DeviceBuffer<float>> y = set.outputs();
   std::vector<GemvGroup> groups;
@@ -475,8 +459,8 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   expect_error(grouped({}), "0 groups");
   expect_error(grouped({good, good, good, good, good}), "5 groups");
   expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, y.data()}}), "another type");
-  expect_error(grouped({good, {ok, DeviceVec::bf16_values(base), y.data()}}), "one kind");
   const DeviceVec silu = DeviceVec::silu_mul(x.data(), x.data());
+  expect_error(grouped({good, {ok, silu, y.data()}}), "one kind");
   expect_error(grouped({{ok, silu, y.data()}, {ok, silu, y.data()}}), "for single GEMVs");
   expect_error(grouped({good, {{base, 4, 16, 12}, xv, y.data()}}), "group 1: row stride 12");
   expect_error(grouped({good, good, {ok, xv, nullptr}}), "group 2: null output");
