@@ -6,8 +6,8 @@
 // Each distinct problem (shapes, strides, types, accumulation) gets its
 // cuBLASLt descriptors once; from kTuneMinRows rows on, the first call also
 // times the heuristic's first kCandidates algorithms on the real operands and
-// keeps the fastest (the heuristic's first choice was up to 18% slower for
-// LLaMA-7B's rank-1024 products on H200: bench/kernels/gemm_algos_bench.cu),
+// keeps the fastest (the heuristic's first choice is not always the fastest:
+// bench/kernels/gemm_algos_bench.cu, bench/kernels/prefill_attention_notes.md),
 // unless the stream is being captured into a graph: then the heuristic's
 // first choice is kept.
 #include <cublasLt.h>

@@ -26,16 +26,15 @@
 // to the finished dot products, so the norm adds no round trip. The gain is
 // copied into shared memory before the PDL wait (cp.async, no registers held)
 // and x read in 16-byte loads, so after the wait one round of loads stages a
-// 4096-wide x (it was two, of x and gain: LLaMA-7B keep 0.5 decode 2.58 ->
-// 2.48 ms/token on H200).
+// 4096-wide x instead of two, of x and gain (bench/kernels/gemv_notes.md).
 //
 // Programmatic dependent launch (GemvConfig::early_weights): each kernel
 // issues its first weight loads, lets the next kernel launch, and only then
 // waits for the previous kernel, so launch latency and the DRAM pipeline fill
-// overlap the previous kernels' tails (measured on H200: 8 MB GEMVs 5.1 ->
-// 3.8 us per call back to back). It is applied only while each CTA streams at
-// most kMaxEarlyChunkBytes of each row: with longer CTAs (the 90 MB [11008, 4096])
-// the early CTAs land unevenly on the SMs and the call got 25% slower.
+// overlap the previous kernels' tails. It is applied only while each CTA
+// streams at most kMaxEarlyChunkBytes of each row: with longer CTAs (the dense
+// [11008, 4096]) the early CTAs land unevenly on the SMs and the call got
+// slower (bench/kernels/gemv_notes.md).
 // Triggering after the wait instead serializes the chain and lost everywhere.
 //
 // SiLU(gate)·up is formed while the down projection stages its input

@@ -46,7 +46,7 @@ void check_gemv_config(GemvConfig cfg, const char* where) {
 //   shortens each CTA's staging). A norm launch of more than one wave
 //   unsplit gets at least the slices that early_weights needs (rows <= 4 KB
 //   a slice: the dense gate|up); the gate, up second factors at keep 0.7
-//   (2089 columns) decoded ~0.18 ms a token slower with them.
+//   (2089 columns) decoded slower with them.
 // - rows per warp: 4, which keeps the CTAs few where every CTA stages much
 //   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
 //   value); 2 for a plain or residual product of more than one wave (the
@@ -72,10 +72,9 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, Gemv
   const int64_t early_splits =
       cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
   // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 unless
-  // early_weights needs them (H200):
-  // 6 slices of a 4096-column row (clusters of 6) cost 4-5 us a layer more
-  // than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B keep 0.5's
-  // down second factor [4096, 1592] decode 1% faster than 2.
+  // early_weights needs them: 6 slices of a 4096-column row (clusters of 6)
+  // were slower than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B
+  // keep 0.5's down second factor [4096, 1592] decode faster than 2.
   auto slices_for = [&](int rows) {
     if (cfg.splits > 0) return int64_t{cfg.splits};
     const int64_t tiles = unsplit_tiles(rows);

@@ -73,7 +73,7 @@ __device__ __forceinline__ void rotate_store(const float* x, __nv_bfloat16* out,
 // One thread per (token, kVec consecutive rotation pairs, head): blockIdx.y
 // is the head, q heads first, then kv heads (k rotated, v copied). A thread
 // per token looping over its heads left short prompts with too few threads
-// to cover memory latency (63 us for 512 tokens of LLaMA-7B).
+// to cover memory latency (bench/kernels/prefill_attention_notes.md).
 template <int kVec>
 __global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const RopeParams p) {
   const int half = p.head_dim / 2, groups = half / kVec;

@@ -3,8 +3,8 @@
 // each thread takes runs of 8 consecutive columns of a row (a 16-byte load of
 // bf16, two of fp32, where the run is whole and aligned), grid.y walks the
 // rows, so no thread divides a flat index. (A flat grid-stride loop, one
-// 64-bit division and 2-byte loads per element, took 3x its bytes' time on
-// prefill's [4096, 11008] bf16 SiLU·up on H200.)
+// 64-bit division and 2-byte loads per element, took several times its
+// bytes' time: bench/kernels/prefill_attention_notes.md.)
 #include <cuda_bf16.h>
 
 #include <algorithm>
