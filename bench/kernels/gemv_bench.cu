@@ -11,9 +11,9 @@
 // launch shape (warps x rows per warp x slices) swept in place
 // (`gemv_bench chain` runs only that part).
 //
-// Build and run from the repository root (CUDA 13, H100/H200):
-//   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
-//   (build-gpu/gemv_bench grouped | chain: only the grouped rows | the layer chain)
+// Built by CMake (bench/kernels/CMakeLists.txt); on the GPU machine (H100/H200),
+// after `scripts/gpu_bundle.sh benches` here:
+//   build/gpu-bundle/run-bench.sh gemv_bench [grouped | chain]   (only the grouped rows | the layer chain)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
