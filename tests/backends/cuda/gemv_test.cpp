@@ -5,6 +5,7 @@
 
 #include "backends/cuda/gemv.h"
 
+#include <cuda_bf16.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,11 +15,11 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "backends/cpu/ops.h"
 #include "backends/cuda/device_buffer.h"
+#include "backends/cuda/gemv_test_util.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "testing/random_model.h"
@@ -26,15 +27,16 @@
 namespace fsvd::cuda {
 namespace {
 
+using testutil::describe;
+using testutil::kConfigs;
+using testutil::kTypes;
+using testutil::type_name;
+
 constexpr uint16_t kBf16NaN = 0x7fc0;
 // fp32 accumulation of exactly the values the reference uses (whichever the
 // weight type): only rounding differs, ~1e-7 relative; a lost, doubled or
 // misplaced term is >= 1e-3.
 constexpr double kTolerance = 1e-5;
-
-const ElementType kTypes[] = {ElementType::BF16, ElementType::F32};
-
-std::string type_name(ElementType t) { return t == ElementType::F32 ? "fp32" : "bf16"; }
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -90,28 +92,14 @@ struct TestMatrix {
   }
 };
 
-// An input vector on the device, fp32 or bf16; `values` are what the kernel sees.
+// An fp32 input vector on the device; `values` are what the kernel sees.
 struct TestVec {
   std::vector<float> values;
   DeviceBuffer<float> f32;
-  DeviceBuffer<uint16_t> bf16;
 
-  TestVec(int64_t n, uint64_t seed, bool as_bf16) : values(testing::random_normal(n, seed)) {
-    if (as_bf16) {
-      std::vector<uint16_t> bits(n);
-      for (int64_t i = 0; i < n; ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
-      bf16 = DeviceBuffer<uint16_t>(n);
-      bf16.upload(bits);
-    } else {
-      f32 = DeviceBuffer<float>(n);
-      f32.upload(values);
-    }
-  }
+  TestVec(int64_t n, uint64_t seed) : values(testing::random_normal(n, seed)), f32(n) { f32.upload(values); }
   // The values from `offset` on.
-  DeviceVec dev(int64_t offset = 0) const {
-    return bf16.size() ? DeviceVec::bf16_values(reinterpret_cast<const __nv_bfloat16*>(bf16.data()) + offset)
-                       : DeviceVec::f32(f32.data() + offset);
-  }
+  DeviceVec dev(int64_t offset = 0) const { return DeviceVec::f32(f32.data() + offset); }
   std::vector<float> slice(int64_t offset, int64_t n) const {
     return {values.begin() + offset, values.begin() + offset + n};
   }
@@ -132,11 +120,6 @@ double relative_error(const std::vector<float>& out, const std::vector<double>& 
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-std::string describe(GemvConfig c) {
-  return "warps " + std::to_string(c.warps) + " splits " + std::to_string(c.splits) + " rows/warp " +
-         std::to_string(c.rows_per_warp);
-}
-
 class CudaGemv : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -146,10 +129,6 @@ class CudaGemv : public ::testing::Test {
 
 // The tests that run a GEMV, for each weight type.
 class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<ElementType> {};
-
-// Automatic choice, no split, an odd split with few warps, the most splits,
-// and the 2-rows-per-warp instance split and not.
-const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1, false, 2}, {6, 3, false, 2}};
 
 TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
   const ElementType type = GetParam();
@@ -161,8 +140,8 @@ TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
       DeviceBuffer<float> y(rows);
       // Every input kind; for silu(gate)·up the CPU twin cpu::silu_mul forms the reference input.
       using Kind = DeviceVec::Kind;
-      for (Kind input : {Kind::F32, Kind::BF16, Kind::SiluMul}) {
-        const TestVec xg(cols, ++seed, input == Kind::BF16), xu(cols, ++seed, false);
+      for (Kind input : {Kind::F32, Kind::SiluMul}) {
+        const TestVec xg(cols, ++seed), xu(cols, ++seed);
         std::vector<float> x = xg.values;
         DeviceVec xv = xg.dev();
         if (input == Kind::SiluMul) {
@@ -173,7 +152,7 @@ TEST_P(CudaGemvTyped, EveryEpilogueAndInputMatchesDoubleReferenceOnOddShapes) {
         const std::vector<float> resid = testing::random_normal(rows, ++seed);
         std::vector<double> want_resid(rows);
         for (int64_t i = 0; i < rows; ++i) want_resid[i] = resid[i] + want[i];
-        const char* names[] = {"x fp32 ", "x bf16 ", "x silu(gate)*up "};
+        const char* names[] = {"x fp32 ", "x silu(gate)*up "};
         for (GemvConfig cfg : kConfigs) {
           SCOPED_TRACE("W [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
                        names[static_cast<int>(input)] + describe(cfg));
@@ -201,7 +180,7 @@ TEST_P(CudaGemvTyped, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
   for (int64_t rows : {1, 7, 129, 1000}) {
     for (int64_t cols : {1, 8, 1491, 4096, 8192}) {
       const TestMatrix w(rows, cols, ++seed, type);
-      const TestVec x(cols, ++seed, false);
+      const TestVec x(cols, ++seed);
       std::vector<float> gain = testing::random_normal(cols, ++seed, 0.2f);
       for (float& g : gain) g += 1.0f;
       DeviceBuffer<float> gain_dev(cols), y(rows);
@@ -229,7 +208,7 @@ TEST_P(CudaGemvTyped, RmsnormGemvMatchesCpuNormThenDoubleGemv) {
 TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
   const ElementType type = GetParam();
   const TestMatrix w(1000, 4096, 300, type);
-  const TestVec x(4096, 301, false);
+  const TestVec x(4096, 301);
   const std::vector<double> want = w.times(0, 1000, x.values);
   DeviceBuffer<float> y(1000);
   const GemvConfig cfg{8, 7};
@@ -265,7 +244,7 @@ TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) 
 TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   const ElementType type = GetParam();
   const TestMatrix w1(1000, 11008, 400, type), w2(129, 1000, 401, type);
-  const TestVec x(11008, 402, false);
+  const TestVec x(11008, 402);
   DeviceBuffer<float> t(1000), y(129);
   cudaStream_t stream = nullptr;
   FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
@@ -355,26 +334,23 @@ TEST_P(CudaGemvTyped, GroupedMatchesSeparateCallsOnOddShapes) {
   double worst = 0;
   for (const auto& shapes : sets) {
     const TestGroups set(shapes, seed += 10, type);
-    for (bool x_bf16 : {false, true}) {
-      const TestVec x(set.packed, ++seed, x_bf16);
-      for (GemvConfig cfg : kConfigs) {
-        for (bool early : {false, true}) {
-          cfg.early_weights = early;
-          SCOPED_TRACE(describe(shapes) + (x_bf16 ? "x bf16 " : "x fp32 ") + describe(cfg) +
-                       (early ? " early" : ""));
-          std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
-          const std::vector<GemvGroup> groups = set.groups(x, y);
-          gemv_grouped(groups.data(), set.count(), nullptr, cfg);
-          for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
-          const bool same_shape = cfg.splits > 0 || set.count() == 1;
-          for (int i = 0; i < set.count(); ++i) {
-            const std::vector<float> out = y[i].download(), ref = alone[i].download();
-            const double err = relative_error(out, set.want(i, x));
-            EXPECT_LT(err, kTolerance) << "group " << i;
-            worst = std::max(worst, err);
-            if (same_shape) {
-              EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
-            }
+    const TestVec x(set.packed, ++seed);
+    for (GemvConfig cfg : kConfigs) {
+      for (bool early : {false, true}) {
+        cfg.early_weights = early;
+        SCOPED_TRACE(describe(shapes) + describe(cfg) + (early ? " early" : ""));
+        std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
+        const std::vector<GemvGroup> groups = set.groups(x, y);
+        gemv_grouped(groups.data(), set.count(), nullptr, cfg);
+        for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
+        const bool same_shape = cfg.splits > 0 || set.count() == 1;
+        for (int i = 0; i < set.count(); ++i) {
+          const std::vector<float> out = y[i].download(), ref = alone[i].download();
+          const double err = relative_error(out, set.want(i, x));
+          EXPECT_LT(err, kTolerance) << "group " << i;
+          worst = std::max(worst, err);
+          if (same_shape) {
+            EXPECT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0) << "group " << i;
           }
         }
       }
@@ -389,7 +365,7 @@ TEST_P(CudaGemvTyped, GroupedEarlyWeightsWaitsForThePreviousKernelsOutput) {
   const ElementType type = GetParam();
   const TestGroups set({{129, 1024}, {1000, 683}, {7, 293}}, 600, type);
   const TestMatrix first(set.packed, 4096, 610, type);
-  const TestVec x(4096, 611, false);
+  const TestVec x(4096, 611);
   DeviceBuffer<float> packed(set.packed);
   std::vector<DeviceBuffer<float>> y = set.outputs();
   std::vector<GemvGroup> groups;
@@ -483,8 +459,8 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   expect_error(grouped({}), "0 groups");
   expect_error(grouped({good, good, good, good, good}), "5 groups");
   expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, y.data()}}), "another type");
-  expect_error(grouped({good, {ok, DeviceVec::bf16_values(base), y.data()}}), "one kind");
   const DeviceVec silu = DeviceVec::silu_mul(x.data(), x.data());
+  expect_error(grouped({good, {ok, silu, y.data()}}), "one kind");
   expect_error(grouped({{ok, silu, y.data()}, {ok, silu, y.data()}}), "for single GEMVs");
   expect_error(grouped({good, {{base, 4, 16, 12}, xv, y.data()}}), "group 1: row stride 12");
   expect_error(grouped({good, good, {ok, xv, nullptr}}), "group 2: null output");
@@ -492,102 +468,6 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   expect_error(grouped({{{base + 1, 4, 16, 16}, xv, y.data()}, good}), "16-byte aligned");
   expect_error(grouped({good, good}, {9, 0}), "warps");
   expect_error([&] { plan_gemv_grouped(&good, 0, {}, 132); }, "0 groups");
-}
-
-// Launch-shape invariants, checked without a GPU.
-TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
-  for (ElementType type : kTypes) {
-    for (int64_t rows : {1, 14, 258, 2000, 22016})
-      for (int64_t cols : {1, 8, 9, 1491, 4096, 11008, 32768})
-        for (GemvConfig cfg : kConfigs) {
-          const GemvPlan p = plan_gemv(rows, cols, cfg, 132, type);
-          SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
-                       std::to_string(cols) + " " + describe(cfg));
-          if (cfg.rows_per_warp > 0) {
-            EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
-          }
-          EXPECT_GE(int64_t{p.tiles} * p.warps * p.rows_per_warp, rows);
-          EXPECT_LT(int64_t{p.tiles - 1} * p.warps * p.rows_per_warp, rows);
-          EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
-          EXPECT_LT(int64_t{p.splits - 1} * p.chunk_cols, cols);
-          EXPECT_LE(p.chunk_cols, 4096);
-          EXPECT_EQ(p.chunk_cols % values_per_16_bytes(type), 0);
-          // Never more slices than asked, unless the shared-memory cap forces them.
-          if (cfg.splits > 0) {
-            EXPECT_LE(p.splits, std::max<int64_t>(cfg.splits, (cols + 4095) / 4096));
-          }
-        }
-  }
-  // Few rows, many columns: the launcher splits so every SM gets work, in
-  // slices of whole 512-byte warp steps.
-  for (ElementType type : kTypes) {
-    const GemvPlan narrow = plan_gemv(1024, 4096, {}, 132, type);
-    EXPECT_GT(narrow.splits, 1);
-    EXPECT_GE(narrow.tiles * narrow.splits, 132);
-    EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
-  }
-}
-
-// The automatic shapes of the LLaMA-7B decode launches (dense, keep 0.5 and 0.4; one of Llama-3-8B)
-// with early_weights, as measured fastest in the decode chain on H200.
-TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
-  const GemvConfig pdl{0, 0, true};
-  auto plan = [&](int64_t rows, int64_t cols, GemvFusion fusion) {
-    const GemvPlan p = plan_gemv(rows, cols, pdl, 132, ElementType::BF16, fusion);
-    return std::make_tuple(p.rows_per_warp, p.warps, p.splits);
-  };
-  using F = GemvFusion;
-  EXPECT_EQ(plan(3072, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.5 q|k|v first
-  EXPECT_EQ(plan(1024, 4096, F::None), std::make_tuple(4, 8, 8));      // o first
-  EXPECT_EQ(plan(4096, 1024, F::None), std::make_tuple(4, 8, 2));      // o second
-  EXPECT_EQ(plan(1492, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // down first
-  EXPECT_EQ(plan(4096, 1492, F::None), std::make_tuple(4, 8, 2));      // down second
-  EXPECT_EQ(plan(2472, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 q|k|v first (not 6 slices)
-  EXPECT_EQ(plan(2400, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 gate|up first
-  EXPECT_EQ(plan(4096, 819, F::None), std::make_tuple(2, 8, 1));       // keep 0.4 o second (256 CTAs, not 128)
-  EXPECT_EQ(plan(4096, 1592, F::None), std::make_tuple(4, 8, 3));      // Llama-3-8B keep 0.5 down second
-  EXPECT_EQ(plan(12288, 4096, F::RmsNorm), std::make_tuple(4, 8, 1));  // dense q|k|v
-  EXPECT_EQ(plan(4096, 4096, F::None), std::make_tuple(2, 8, 2));      // dense o
-  EXPECT_EQ(plan(22016, 4096, F::RmsNorm), std::make_tuple(4, 8, 2));  // dense gate|up
-  EXPECT_EQ(plan(4096, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // dense down
-  const GemvGroup up{{nullptr, 11008, 1492, 1496}, {}, nullptr};
-  const GemvGroup gate_up[] = {up, up};
-  const GemvPlan g = plan_gemv_grouped(gate_up, 2, pdl, 132);  // gate, up second factors
-  EXPECT_EQ(std::make_tuple(g.rows_per_warp, g.splits), std::make_tuple(2, 1));
-  // At keep 0.7 (rank 2089) their rows pass 4 KB: still unsplit (2 slices cost ~0.18 ms a token).
-  const GemvGroup up7{{nullptr, 11008, 2089, 2096}, {}, nullptr};
-  const GemvGroup gate_up7[] = {up7, up7};
-  const GemvPlan g7 = plan_gemv_grouped(gate_up7, 2, pdl, 132);
-  EXPECT_EQ(std::make_tuple(g7.rows_per_warp, g7.splits), std::make_tuple(2, 1));
-}
-
-// A grouped launch of one product is planned like the single GEMV; more
-// products share the wave, and the cluster is as large as the widest needs.
-TEST(GemvPlan, GroupedPlanCountsAllGroupsTiles) {
-  auto group = [](int64_t rows, int64_t cols, ElementType type) {
-    return GemvGroup{{nullptr, rows, cols, cols, type}, {}, nullptr};
-  };
-  for (ElementType type : kTypes)
-    for (int64_t rows : {2, 258, 4096})
-      for (int64_t cols : {1, 1491, 4096, 32768})
-        for (GemvConfig cfg : kConfigs) {
-          const GemvGroup one = group(rows, cols, type);
-          const GemvPlan a = plan_gemv(rows, cols, cfg, 132, type), b = plan_gemv_grouped(&one, 1, cfg, 132);
-          EXPECT_EQ(std::make_tuple(a.warps, a.splits, a.chunk_cols, a.tiles),
-                    std::make_tuple(b.warps, b.splits, b.chunk_cols, b.tiles));
-        }
-  // LLaMA-7B q, k, v second factors: 3 x 128 tiles of 8 warps fill one wave unsplit.
-  const GemvGroup qkv[] = {group(4096, 1024, ElementType::BF16), group(4096, 1024, ElementType::BF16),
-                           group(4096, 1024, ElementType::BF16)};
-  const GemvPlan p = plan_gemv_grouped(qkv, 3, {}, 132);
-  EXPECT_EQ(p.rows_per_warp, 4);
-  EXPECT_EQ(p.tiles, 384);
-  EXPECT_EQ(p.splits, 1);
-  // 11008 columns need 3 slices of <= 4096; the 8-column product gets one and idles the rest.
-  const GemvGroup wide[] = {group(129, 11008, ElementType::BF16), group(7, 8, ElementType::BF16)};
-  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1, false, 4}, 132);
-  EXPECT_EQ(w.splits, 3);
-  EXPECT_EQ(w.tiles, 5 + 1);
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
-// The prefill ops against their twins: rope_store_kv_rows against
-// decode_attention run token by token (cache rows bitwise; q against
-// cpu::rope), prefill_attention
-// against cpu::attention on the same bf16 values, for GQA groups 1/3/4/8,
-// head_dim 64 and 128, odd n and pos 0 and > 0. Cache rows past pos + n are
+// prefill_attention against cpu::attention on the same bf16 values, for GQA
+// groups 1/3/4/8, head_dim 64 and 128, odd n and pos 0 and > 0; a prompt in
+// two chunks through rope_store_kv_rows and prefill_attention. Cache rows past pos + n are
 // poisoned and must never be read; the outputs are poisoned and must be
 // written in full.
 #ifdef FLASHSVD_CUDA
@@ -20,7 +18,7 @@
 #include "backends/cpu/attention.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/decode_test_util.h"
-#include "backends/cuda/decode_attention.h"
+#include "backends/cuda/kv_store.h"
 #include "core/error.h"
 #include "model/config.h"
 #include "testing/random_model.h"
@@ -46,97 +44,16 @@ class CudaPrefillAttention : public ::testing::Test {
   }
 };
 
-std::string describe(const HeadShape& s, int pos, int n) {
-  return "heads " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + " hd " +
-         std::to_string(s.head_dim) + " pos " + std::to_string(pos) + " n " + std::to_string(n);
-}
-
-std::vector<float> to_float(const std::vector<uint16_t>& bits) {
-  std::vector<float> f(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i) f[i] = bf16_to_f32(bits[i]);
-  return f;
-}
-
-// A poisoned bf16 KV cache of max_ctx rows on the device.
-struct DeviceCache {
-  DeviceBuffer<uint16_t> k, v;
-  int max_ctx;
-  DeviceCache(const HeadShape& s, int ctx)
-      : k(size_t(ctx) * s.n_kv_heads * s.head_dim), v(k.size()), max_ctx(ctx) {
-    testutil::poison(k), testutil::poison(v);
-  }
-  KvCacheLayer layer() { return {k.data(), v.data(), max_ctx}; }
-};
-
-TEST_F(CudaPrefillAttention, RopeStoreKvRowsMatchesDecodeStepsBitwise) {
-  const HeadShape shapes[] = {{8, 8, 64}, {9, 3, 128}, {32, 8, 128}, {32, 4, 64}};
-  const int max_ctx = 1200;
-  uint64_t seed = 40;
-  for (const HeadShape& s : shapes) {
-    // (pos, n, row padding): a padding of 4 keeps rows 16-byte aligned (the
-    // 4-pair path), 3 does not (one pair a thread).
-    const int cases[][3] = {{0, 1, 4}, {0, 7, 3}, {37, 63, 4}, {1000, 130, 3}};
-    for (const auto& [pos, n, pad] : cases) {
-      const std::string what = describe(s, pos, n) + " pad " + std::to_string(pad);
-      const size_t q_dim = size_t(s.n_heads) * s.head_dim,
-                   kv_dim = size_t(s.n_kv_heads) * s.head_dim;
-      // q, k, v as column slices of one packed GEMM output with a padded row.
-      const size_t ld = q_dim + 2 * kv_dim + pad;
-      const std::vector<float> qkv = fsvd::testing::random_normal(n * ld, ++seed);
-      const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, pos % 2 == 1);
-      DeviceBuffer<float> dqkv(qkv.size()), dinv(inv.size());
-      dqkv.upload(qkv), dinv.upload(inv);
-
-      DeviceCache rows(s, max_ctx), steps(s, max_ctx);
-      DeviceBuffer<uint16_t> q_out(n * q_dim);
-      testutil::poison(q_out);
-      rope_store_kv_rows(dqkv.data(), ld, dqkv.data() + q_dim, ld, dqkv.data() + q_dim + kv_dim, ld,
-                         dinv.data(), pos, n, s, rows.layer(), testutil::as_bf16(q_out), nullptr);
-      FSVD_CUDA_CHECK(cudaDeviceSynchronize());
-
-      // The decode twin, one token at a time, writes the same cache rows.
-      DeviceBuffer<float> dq(q_dim), dk(kv_dim), dv(kv_dim), att(q_dim);
-      DeviceBuffer<float> work(plan_decode_attention(s, max_ctx).workspace_floats);
-      work.zero();
-      DeviceBuffer<int> dpos(1);
-      std::vector<float> q_expected(n * q_dim);
-      for (int i = 0; i < n; ++i) {
-        const float* row = qkv.data() + i * ld;
-        dq.upload({row, q_dim});
-        dk.upload({row + q_dim, kv_dim});
-        dv.upload({row + q_dim + kv_dim, kv_dim});
-        dpos.upload(std::vector<int>{pos + i});
-        decode_attention(dq.data(), dk.data(), dv.data(), dinv.data(), steps.layer(), dpos.data(), s,
-                         work.data(), work.size(), att.data(), nullptr);
-        std::copy(row, row + q_dim, q_expected.begin() + i * q_dim);
-      }
-      cpu::rope(q_expected.data(), n, q_dim, s.n_heads, s.head_dim, pos, inv.data());
-      EXPECT_TRUE(rows.k.download() == steps.k.download()) << what;  // all rows, poison included
-      EXPECT_TRUE(rows.v.download() == steps.v.download()) << what;
-      // Without v (its rows already stored), k alone is written.
-      DeviceCache k_only(s, max_ctx);
-      rope_store_kv_rows(dqkv.data(), ld, dqkv.data() + q_dim, ld, nullptr, 0, dinv.data(), pos, n, s,
-                         k_only.layer(), testutil::as_bf16(q_out), nullptr);
-      EXPECT_TRUE(k_only.k.download() == steps.k.download()) << what;
-      const std::vector<uint16_t> v_rows = k_only.v.download();
-      EXPECT_TRUE(std::all_of(v_rows.begin(), v_rows.end(), [](uint16_t b) { return b == testutil::kPoisonBf16; }))
-          << what;
-      // The GPU's sin/cos may move a bf16 rounding of q by one step.
-      EXPECT_LT(relative_error(to_float(q_out.download()), q_expected), 2e-3) << what;
-    }
-  }
-}
-
 // Runs prefill_attention on random bf16 q and cache rows [0, pos + n) (rows
 // past them poisoned) and checks it against the CPU twin on the same values.
 void expect_matches_cpu(const HeadShape& s, int pos, int n, uint64_t seed) {
-  const std::string what = describe(s, pos, n);
+  const std::string what = testutil::describe(s, pos, n);
   const int max_ctx = pos + n + 9;
   const size_t q_dim = size_t(s.n_heads) * s.head_dim, kv_dim = size_t(s.n_kv_heads) * s.head_dim;
   std::vector<float> q = fsvd::testing::random_normal(n * q_dim, seed, 2.0f);
   std::vector<float> k = fsvd::testing::random_normal((pos + n) * kv_dim, seed + 1);
   std::vector<float> v = fsvd::testing::random_normal((pos + n) * kv_dim, seed + 2);
-  DeviceCache cache(s, max_ctx);
+  testutil::DeviceCache cache(s, max_ctx);
   DeviceBuffer<uint16_t> dq(q.size()), out(q.size());
   dq.upload(testutil::round_to_bf16(q));
   cache.k.upload(testutil::round_to_bf16(k));
@@ -145,7 +62,7 @@ void expect_matches_cpu(const HeadShape& s, int pos, int n, uint64_t seed) {
   prefill_attention(testutil::as_bf16(dq), cache.layer(), pos, n, s, testutil::as_bf16(out),
                     nullptr);
   FSVD_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> got = to_float(out.download());
+  const std::vector<float> got = testutil::to_float(out.download());
 
   std::vector<float> ref(q.size());
   cpu::attention(q.data(), q_dim, k.data(), v.data(), n, pos, {s.n_heads, s.n_kv_heads, s.head_dim},
@@ -190,7 +107,7 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
   const std::vector<float> inv = testutil::inv_freq_for(s.head_dim, true);
   DeviceBuffer<float> dqkv(qkv.size()), dinv(inv.size());
   dqkv.upload(qkv), dinv.upload(inv);
-  DeviceCache cache(s, total + 5);
+  testutil::DeviceCache cache(s, total + 5);
   DeviceBuffer<uint16_t> q_out(total * q_dim), out(total * q_dim);
   testutil::poison(out);
   const std::pair<int, int> chunks[] = {{0, n1}, {n1, n2}};  // (pos, n)
@@ -202,7 +119,7 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
                       testutil::as_bf16(out) + pos * q_dim, nullptr);
   }
   FSVD_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<float> got = to_float(out.download());
+  const std::vector<float> got = testutil::to_float(out.download());
 
   std::vector<float> q(total * q_dim), k(total * kv_dim), v(total * kv_dim);
   for (int i = 0; i < total; ++i) {
@@ -224,22 +141,10 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
 
 TEST(CudaPrefillAttentionArgs, RejectsBadArgumentsBeforeLaunching) {
   // Fake but aligned pointers: validation must throw before any device access.
-  float* f = reinterpret_cast<float*>(uintptr_t{256});
   __nv_bfloat16* b = reinterpret_cast<__nv_bfloat16*>(uintptr_t{1024});
   const KvCacheLayer cache{reinterpret_cast<void*>(uintptr_t{256}),
                            reinterpret_cast<void*>(uintptr_t{512}), 100};
   const HeadShape s{8, 2, 64};
-  const int64_t q_dim = 8 * 64, kv_dim = 2 * 64;
-  auto rope = [&](int pos, int n, const HeadShape& shape, int64_t ldq, const KvCacheLayer& c) {
-    rope_store_kv_rows(f, ldq, f, kv_dim, f, kv_dim, f, pos, n, shape, c, b, nullptr);
-  };
-  EXPECT_THROW(rope(90, 11, s, q_dim, cache), Error);  // past max_ctx
-  EXPECT_THROW(rope(-1, 5, s, q_dim, cache), Error);
-  EXPECT_THROW(rope(0, 0, s, q_dim, cache), Error);
-  EXPECT_THROW(rope(0, 5, s, q_dim - 1, cache), Error);  // row stride shorter than a row
-  EXPECT_THROW(rope(0, 5, {8, 2, 96}, q_dim, cache), Error);
-  EXPECT_THROW(rope(0, 5, s, q_dim, {cache.k, cache.v, 100, ElementType::F32}), Error);
-
   auto attend = [&](const __nv_bfloat16* q, int pos, int n, const HeadShape& shape) {
     prefill_attention(q, cache, pos, n, shape, b, nullptr);
   };

@@ -1,8 +1,8 @@
-// The row-batched element-wise ops against plain CPU loops, on odd shapes and
-// row strides wider than the rows.
+// The row-batched element-wise ops against plain CPU loops (cpu::silu_mul for
+// SiLU·up), on odd shapes and row strides wider than the rows.
 #ifdef FLASHSVD_CUDA
 
-#include "backends/cuda/row_ops.h"
+#include "backends/cuda/elementwise.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 namespace fsvd::cuda {
 namespace {
 
-class CudaRowOps : public ::testing::Test {
+class CudaElementwise : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!testutil::have_gpu()) GTEST_SKIP() << "no CUDA device";
@@ -30,18 +30,11 @@ struct Shape {
 // Odd shapes take the scalar tails; {5, 1000, 1024} the 16-byte runs in every row.
 const Shape kShapes[] = {{1, 1, 1}, {1, 4097, 4097}, {3, 77, 80}, {37, 333, 401}, {5, 1000, 1024}};
 
-template <typename T>
-DeviceBuffer<T> to_device(const std::vector<T>& v) {
-  DeviceBuffer<T> d(v.size());
-  d.upload(v);
-  return d;
-}
-
-TEST_F(CudaRowOps, AddBiasTouchesOnlyTheRows) {
+TEST_F(CudaElementwise, AddBiasTouchesOnlyTheRows) {
   for (const Shape& s : kShapes) {
     std::vector<float> y = testing::random_normal(s.rows * s.ld, 1), b = testing::random_normal(s.cols, 2);
-    auto dy = to_device(y);
-    auto db = to_device(b);
+    auto dy = testutil::to_device(y);
+    auto db = testutil::to_device(b);
     add_bias(dy.data(), s.ld, db.data(), s.rows, s.cols, nullptr);
     for (int64_t r = 0; r < s.rows; ++r)
       for (int64_t c = 0; c < s.cols; ++c) y[r * s.ld + c] += b[c];
@@ -49,14 +42,14 @@ TEST_F(CudaRowOps, AddBiasTouchesOnlyTheRows) {
   }
 }
 
-TEST_F(CudaRowOps, SiluMulMatchesCpuInEveryInputAndOutputType) {
+TEST_F(CudaElementwise, SiluMulMatchesCpuInEveryInputAndOutputType) {
   for (const Shape& s : kShapes) {
     const std::vector<float> g = testing::random_normal(s.rows * s.ld, 3, 3.0f),
                              u = testing::random_normal(s.rows * s.ld, 4);
     std::vector<float> want(s.rows * s.cols);
     for (int64_t r = 0; r < s.rows; ++r) cpu::silu_mul(&g[r * s.ld], &u[r * s.ld], s.cols, &want[r * s.cols]);
-    auto dg = to_device(g);
-    auto du = to_device(u);
+    auto dg = testutil::to_device(g);
+    auto du = testutil::to_device(u);
     DeviceBuffer<float> f32(want.size());
     silu_mul(dg.data(), s.ld, du.data(), s.ld, ElementType::F32, s.rows, s.cols, f32.data(), ElementType::F32,
              nullptr);
@@ -70,8 +63,8 @@ TEST_F(CudaRowOps, SiluMulMatchesCpuInEveryInputAndOutputType) {
 
     // bf16 inputs: the CPU twin on the same rounded values.
     std::vector<float> gb = g, ub = u;
-    auto dgb = to_device(testutil::round_to_bf16(gb));
-    auto dub = to_device(testutil::round_to_bf16(ub));
+    auto dgb = testutil::to_device(testutil::round_to_bf16(gb));
+    auto dub = testutil::to_device(testutil::round_to_bf16(ub));
     for (int64_t r = 0; r < s.rows; ++r) cpu::silu_mul(&gb[r * s.ld], &ub[r * s.ld], s.cols, &want[r * s.cols]);
     silu_mul(dgb.data(), s.ld, dub.data(), s.ld, ElementType::BF16, s.rows, s.cols, f32.data(), ElementType::F32,
              nullptr);
@@ -79,28 +72,10 @@ TEST_F(CudaRowOps, SiluMulMatchesCpuInEveryInputAndOutputType) {
   }
 }
 
-TEST_F(CudaRowOps, StoreRowBf16WritesOnlyTheRowAtTheDevicePosition) {
-  const int64_t cols = 37, ld = 40;
-  const int max_rows = 5;
-  const std::vector<float> x = testing::random_normal(cols, 6);
-  auto dx = to_device(x);
-  DeviceBuffer<int> pos(1);
-  DeviceBuffer<uint16_t> rows(max_rows * ld);
-  testutil::poison(rows);
-  for (int p : {3, -1, max_rows}) {  // outside the rows: nothing written
-    pos.upload(std::vector<int>{p});
-    store_row_bf16(dx.data(), cols, pos.data(), max_rows, testutil::as_bf16(rows), ld, nullptr);
-  }
-  const std::vector<uint16_t> got = rows.download();
-  for (int r = 0; r < max_rows; ++r)
-    for (int64_t c = 0; c < ld; ++c)
-      ASSERT_EQ(got[r * ld + c], r == 3 && c < cols ? f32_to_bf16(x[c]) : testutil::kPoisonBf16) << r << ", " << c;
-}
-
-TEST_F(CudaRowOps, StageBf16RoundsToNearestEvenAndZeroesThePadding) {
+TEST_F(CudaElementwise, StageBf16RoundsToNearestEvenAndZeroesThePadding) {
   for (const Shape& s : kShapes) {
     const std::vector<float> x = testing::random_normal(s.rows * s.ld, 5);
-    auto dx = to_device(x);
+    auto dx = testutil::to_device(x);
     // One block, or the row cut into three odd segments placed at 8-aligned offsets.
     const int64_t a = s.cols / 3, b = s.cols / 2 - a;
     const std::vector<std::vector<StageSegment>> layouts = {
