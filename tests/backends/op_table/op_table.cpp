@@ -1,0 +1,58 @@
+#include <utility>
+
+#include "backends/op_table/families.h"
+#include "backends/op_table/op_case.h"
+
+namespace fsvd::optable {
+
+Tolerance exact(std::string why) { return {Tolerance::Kind::Exact, 0, 0, 0, 0, std::move(why)}; }
+Tolerance elementwise(double rel, double abs, std::string why) {
+  return {Tolerance::Kind::Elementwise, rel, abs, 0, 0, std::move(why)};
+}
+Tolerance relative_l2(double rel, std::string why) {
+  return {Tolerance::Kind::RelativeL2, rel, 0, 0, 0, std::move(why)};
+}
+
+Tolerance subset(std::string why) { return {Tolerance::Kind::Subset, 0, 0, 0, 0, std::move(why)}; }
+
+cuda::Gemm& Device::gemm() {
+  if (!gemm_) gemm_ = std::make_unique<cuda::Gemm>(stream_);
+  return *gemm_;
+}
+
+OpCase::OpCase(std::string op, std::string params, bool timed)
+    : op_(std::move(op)), name_(op_ + " " + params), timed_(timed) {}
+
+const Table& op_table() {
+  static const Table table = [] {
+    Table t;
+    add_small_op_cases(t);
+    add_row_op_cases(t);
+    add_sampling_cases(t);
+    add_gemv_cases(t);
+    add_gemm_cases(t);
+    add_decode_attention_cases(t);
+    add_prefill_cases(t);
+    add_lowrank_kv_cases(t);
+    add_synthetic_cases(t);
+    return t;
+  }();
+  return table;
+}
+
+const std::vector<std::string>& cuda_ops() {
+  static const std::vector<std::string> ops = {
+      "embedding_lookup", "rmsnorm", "argmax", "publish_token",                   // small_ops.h
+      "add_bias", "silu_mul", "store_row_bf16", "stage_bf16",                     // row_ops.h
+      "sample_token",                                                             // sampling.h
+      "gemv", "gemv_residual", "rmsnorm_gemv", "gemv_grouped",                    // gemv.h
+      "Gemm::run", "Gemm::run_batched",                                           // gemm.h
+      "decode_attention",                                                         // decode_attention.h
+      "rope_store_kv_rows", "prefill_attention",                                  // prefill_attention.h
+      "LowRankKv::rebuild",  // lowrank_kv.h; its store_rows and store_token fill the cache it reads
+      "fill_synthetic",      // synthetic_weights.h
+  };
+  return ops;
+}
+
+}  // namespace fsvd::optable
