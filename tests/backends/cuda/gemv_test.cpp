@@ -97,6 +97,26 @@ void with_graph(Work work, Check check) {
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// `chain` (stream, early weights) launched with early weights on a stream and
+// replayed from a graph, each time after `poison`; `check` judges each run.
+template <typename Chain, typename Poison, typename Check>
+void run_early_chain(Chain chain, Poison poison, Check check) {
+  with_graph([&](cudaStream_t stream) { chain(stream, true); },
+             [&](cudaStream_t stream, auto replay) {
+               for (bool graphed : {false, true}) {
+                 SCOPED_TRACE(graphed ? "graph replay" : "stream");
+                 poison();
+                 if (graphed) {
+                   replay();
+                 } else {
+                   chain(stream, true);
+                   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+                 }
+                 check();
+               }
+             });
+}
+
 // The split-K reduction adds the slices' partials in a fixed order, so
 // repeated launches and graph replays give identical bits.
 TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) {
@@ -133,21 +153,11 @@ TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   };
   chain(nullptr, false);
   const std::vector<float> t_want = t.download(), y_want = y.download();
-  with_graph([&](cudaStream_t stream) { chain(stream, true); },
-             [&](cudaStream_t stream, auto replay) {
-               for (bool graphed : {false, true}) {
-                 SCOPED_TRACE(graphed ? "graph replay" : "stream");
-                 optable::poison(t), optable::poison(y);
-                 if (graphed) {
-                   replay();
-                 } else {
-                   chain(stream, true);
-                   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-                 }
-                 EXPECT_TRUE(close(t.download(), t_want, 11008));
-                 EXPECT_TRUE(close(y.download(), y_want, 1000));
-               }
-             });
+  run_early_chain(chain, [&] { optable::poison(t), optable::poison(y); },
+                  [&] {
+                    EXPECT_TRUE(close(t.download(), t_want, 11008));
+                    EXPECT_TRUE(close(y.download(), y_want, 1000));
+                  });
 }
 
 // Products of a grouped launch: W_g [rows, cols] reading x_g, a slice of one
@@ -244,30 +254,21 @@ TEST_P(CudaGemvTyped, GroupedEarlyWeightsWaitsForThePreviousKernelsOutput) {
          {0, 0, early});
     gemv_grouped(groups.data(), set.count(), stream, {0, 0, early});
   };
-  auto poison_all = [&] {
-    FSVD_CUDA_CHECK(cudaMemset(packed.data(), 0xff, set.packed * sizeof(float)));
-    for (DeviceBuffer<float>& yi : y) optable::poison(yi);
-  };
   chain(nullptr, false);
   const std::vector<float> packed_want = packed.download();
   std::vector<std::vector<float>> y_want;
   for (const DeviceBuffer<float>& yi : y) y_want.push_back(yi.download());
-  with_graph([&](cudaStream_t stream) { chain(stream, true); },
-             [&](cudaStream_t stream, auto replay) {
-               for (bool graphed : {false, true}) {
-                 SCOPED_TRACE(graphed ? "graph replay" : "stream");
-                 poison_all();
-                 if (graphed) {
-                   replay();
-                 } else {
-                   chain(stream, true);
-                   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-                 }
-                 EXPECT_TRUE(close(packed.download(), packed_want, 4096));
-                 for (int i = 0; i < set.count(); ++i)
-                   EXPECT_TRUE(close(y[i].download(), y_want[i], set.w[i].m.cols)) << "group " << i;
-               }
-             });
+  run_early_chain(
+      chain,
+      [&] {
+        FSVD_CUDA_CHECK(cudaMemset(packed.data(), 0xff, set.packed * sizeof(float)));
+        for (DeviceBuffer<float>& yi : y) optable::poison(yi);
+      },
+      [&] {
+        EXPECT_TRUE(close(packed.download(), packed_want, 4096));
+        for (int i = 0; i < set.count(); ++i)
+          EXPECT_TRUE(close(y[i].download(), y_want[i], set.w[i].m.cols)) << "group " << i;
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Weights, CudaGemvTyped, ::testing::ValuesIn(kTypes),

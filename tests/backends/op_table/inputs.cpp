@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "core/dtype.h"
 #include "model/config.h"
@@ -54,6 +55,11 @@ Tolerance rope_tolerance(ElementType type) {
   return type == ElementType::F32 ? elementwise(0x1p-20, 0x1p-19, "device sin/cos within 2 ulps of the CPU's")
                                   : elementwise(kBf16Step, 0x1p-19,
                                                 "device sin/cos within 2 ulps of the CPU's, then one bf16 step");
+}
+
+Tolerance stored_tolerance(ElementType type, double rel, std::string why) {
+  return type == ElementType::F32 ? elementwise(rel, 0, std::move(why))
+                                  : elementwise(kBf16Step, 0, "both round nearly equal fp32 values to bf16");
 }
 
 std::string type_name(ElementType t) { return t == ElementType::F32 ? "f32" : "bf16"; }

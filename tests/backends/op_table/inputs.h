@@ -49,6 +49,10 @@ std::vector<float> rope_frequencies(int head_dim, bool llama3);
 // bf16 then rounds the two results at most one step apart.
 Tolerance rope_tolerance(ElementType type);
 
+// An elementwise result within `rel` of the CPU's in fp32, stored as `type`:
+// as bf16 both sides round nearly equal values, at most one step apart.
+Tolerance stored_tolerance(ElementType type, double rel, std::string why);
+
 // One bf16 step of the value (2^-7 relative at most): two roundings of fp32
 // values a few ulps apart can land one step apart.
 constexpr double kBf16Step = 1.0 / 128;
