@@ -136,10 +136,7 @@ Timing time_case(const OpCase& c, Device& device, double l2_bytes) {
   return {graph_ms(ops, launches, stream) * 1e3 / launches, copies, launches};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options options = parse(argc, argv);
+int run(const Options& options) {
   std::vector<const OpCase*> cases;
   for (const auto& c : op_table())
     if ((options.all || c->timed()) && std::regex_search(c->name(), options.filter)) cases.push_back(c.get());
@@ -182,4 +179,15 @@ int main(int argc, char** argv) {
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   if (!options.json.empty()) std::ofstream(options.json) << rows.dump(1) << "\n";
   return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const std::exception& e) {  // no device, or one lost mid-run
+    std::fprintf(stderr, "op_perf: %s\n", e.what());
+    return 1;
+  }
 }

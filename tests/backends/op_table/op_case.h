@@ -44,7 +44,7 @@ struct Expected {
   std::vector<float> values;
   Tolerance tol;
   std::vector<uint8_t> free = {};  // 1 where any device value passes (a tie the CPU cannot settle); empty: none
-  double scale = 0;           // RelativeL2's denominator; 0: ||values||
+  double scale = 0;                // RelativeL2's denominator; 0: ||values||
 };
 
 // What one run of the op must move through device memory (its inputs read
@@ -54,8 +54,9 @@ struct Cost {
   double flops = 0;
 };
 
-// Shared by the cases a harness runs: the stream, and one GEMM planner whose
-// per-shape choices (timed on first use) every instance reuses.
+// Shared by the cases a harness runs, and outliving the ops it uploads: the
+// stream they run on, and one GEMM planner whose per-shape choices (timed on
+// first use) every instance reuses.
 class Device {
  public:
   explicit Device(cudaStream_t stream) : stream_(stream) {}
