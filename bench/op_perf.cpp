@@ -29,6 +29,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
+#include "backends/cuda/handles.h"
 #include "backends/op_table/op_case.h"
 
 namespace {
@@ -89,24 +90,21 @@ size_t free_bytes() {
 
 // One graph of `launches` runs cycling through the copies, replayed kReplays times.
 double graph_ms(const std::vector<std::unique_ptr<DeviceOp>>& ops, int launches, cudaStream_t stream) {
-  cudaGraph_t graph = nullptr;
+  cuda::Graph graph;
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
     for (int i = 0; i < launches; ++i) ops[i % ops.size()]->run(stream);
   } catch (...) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+    cudaStreamEndCapture(stream, graph.put());  // ends the capture; the partial graph is released
     throw;
   }
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
+  cuda::GraphExec exec;
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
   FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up
   std::vector<float> ms;
   for (int r = 0; r < kReplays; ++r)
     ms.push_back(cuda::elapsed_ms(stream, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   std::nth_element(ms.begin(), ms.begin() + kReplays / 2, ms.end());
   return ms[kReplays / 2];
 }
@@ -123,8 +121,8 @@ Timing time_case(const OpCase& c, Device& device, double l2_bytes) {
 
   const double bytes = std::max(1.0, c.cost().bytes);
   const double room = std::min(kMaxCopyBytes, 0.5 * double(free_bytes()));
-  const int copies = static_cast<int>(std::clamp(std::min(std::ceil(2 * l2_bytes / bytes), std::floor(room / footprint)),
-                                                 1.0, double(kMaxCopies)));
+  const double wanted_copies = std::min(std::ceil(2 * l2_bytes / bytes), std::floor(room / footprint));
+  const int copies = static_cast<int>(std::clamp(wanted_copies, 1.0, double(kMaxCopies)));
   while (static_cast<int>(ops.size()) < copies) {
     ops.push_back(c.upload(device));
     ops.back()->run(stream);
@@ -150,8 +148,8 @@ int run(const Options& options) {
   FSVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_id));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_id));
   std::fprintf(stderr, "%s, L2 %d MB; %zu cases\n", prop.name, l2 >> 20, cases.size());
-  cudaStream_t stream = nullptr;  // blocking: ordered after the uploads' synchronous copies and memsets
-  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
+  cuda::Stream stream;  // blocking: ordered after the uploads' synchronous copies and memsets
+  FSVD_CUDA_CHECK(cudaStreamCreate(stream.put()));
 
   nlohmann::json rows = nlohmann::json::array();
   int failed = 0;
@@ -176,7 +174,6 @@ int run(const Options& options) {
       }
     }
   }
-  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
   if (!options.json.empty()) std::ofstream(options.json) << rows.dump(1) << "\n";
   return failed > 0 ? 1 : 0;
 }

@@ -11,7 +11,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
 #include "backends/cuda/decode_attention.h"
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/token_select.h"
 
 using namespace fsvd::cuda;
 

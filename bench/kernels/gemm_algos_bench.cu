@@ -4,8 +4,8 @@
 // alone (median of 15 calls after 3 warm-ups, CUDA events). Says how much
 // a per-shape choice of algorithm could save.
 //
-// Build and run from the repository root (CUDA 13, H100/H200):
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemm_algos_bench.cu -lcublasLt -lcublas -o build-gpu/gemm_algos_bench && build-gpu/gemm_algos_bench
+// Built by CMake (bench/kernels/CMakeLists.txt); on the GPU machine (H100/H200),
+// after `scripts/gpu_bundle.sh benches` here: build/gpu-bundle/run-bench.sh gemm_algos_bench
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

@@ -11,9 +11,9 @@
 // launch shape (warps x rows per warp x slices) swept in place
 // (`gemv_bench chain` runs only that part).
 //
-// Build and run from the repository root (CUDA 13, H100/H200):
-//   mkdir -p build-gpu && nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/kernels/gemv_bench.cu src/backends/cuda/gemv.cu -lcublas -o build-gpu/gemv_bench && build-gpu/gemv_bench
-//   (build-gpu/gemv_bench grouped | chain: only the grouped rows | the layer chain)
+// Built by CMake (bench/kernels/CMakeLists.txt); on the GPU machine (H100/H200),
+// after `scripts/gpu_bundle.sh benches` here:
+//   build/gpu-bundle/run-bench.sh gemv_bench [grouped | chain]   (only the grouped rows | the layer chain)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -121,7 +121,7 @@ double relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 struct Row {
   std::string name, shape, auto_plan, best_plan;
-  double mb, cublas_us, ours_us, ours_pdl_us, ours_f32x_us, ours_f32w_us, best_us, diff;
+  double mb, cublas_us, ours_us, ours_pdl_us, ours_f32w_us, best_us, diff;
 };
 
 // Products launched together: the second factors [out, rank] of q, k, v.
@@ -436,8 +436,8 @@ int run(bool grouped_only, bool chain_only) {
 
     auto matrix = [&](int i) { return DeviceMatrix{w.data() + size_t(i % copies) * per_copy, s.rows, s.cols, ld}; };
     const auto* xb = x_bf16.data();
-    auto run = [&](const DeviceMatrix& m, GemvConfig cfg, bool f32_input) {
-      const DeviceVec x = f32_input ? DeviceVec::f32(x_f32.data()) : DeviceVec::bf16_values(xb);
+    auto run = [&](const DeviceMatrix& m, GemvConfig cfg) {
+      const DeviceVec x = DeviceVec::f32(x_f32.data());
       switch (s.kind) {
         case Kind::Plain: gemv(m, x, y.data(), stream, cfg); break;
         case Kind::Residual: gemv_residual(m, x, y.data(), stream, cfg); break;
@@ -450,7 +450,7 @@ int run(bool grouped_only, bool chain_only) {
         case Kind::Norm: rmsnorm_gemv(m, x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
       }
     };
-    auto ours = [&](int i, GemvConfig cfg, bool f32_input) { run(matrix(i), cfg, f32_input); };
+    auto ours = [&](int i, GemvConfig cfg) { run(matrix(i), cfg); };
     const float one = 1.0f, zero = 0.0f;
     auto cublas = [&](int i) {
       FSVD_CUDA_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(s.rows), 1, int(s.cols), &one,
@@ -463,13 +463,11 @@ int run(bool grouped_only, bool chain_only) {
     r.name = s.name;
     r.shape = "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
     r.mb = bytes / 1e6;
-    const bool f32_input = s.kind == Kind::Norm || s.kind == Kind::SiluInput;
     const GemvPlan plan = plan_gemv(s.rows, s.cols, {}, prop.multiProcessorCount);
     r.auto_plan = std::to_string(plan.warps) + "w x " + std::to_string(plan.splits) + "s";
     r.cublas_us = time_per_call(stream, launches, cublas);
-    r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, f32_input); });
-    r.ours_f32x_us = time_per_call(stream, launches, [&](int i) { ours(i, {}, true); });
-    r.ours_pdl_us = time_per_call(stream, launches, [&](int i) { ours(i, {0, 0, true}, f32_input); });
+    r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}); });
+    r.ours_pdl_us = time_per_call(stream, launches, [&](int i) { ours(i, {0, 0, true}); });
     {
       // The fp32-weight mode: twice the bytes, as many copies as keep L2 out.
       const int64_t ld32 = (s.cols + 3) / 4 * 4;
@@ -480,8 +478,7 @@ int run(bool grouped_only, bool chain_only) {
       fill_f32<<<1024, 256, 0, stream>>>(w32.data(), w32.size(), 1);
       FSVD_CUDA_CHECK(cudaGetLastError());
       r.ours_f32w_us = time_per_call(stream, launches32, [&](int i) {
-        run({w32.data() + size_t(i % copies32) * per_copy32, s.rows, s.cols, ld32, ElementType::F32}, {},
-            f32_input);
+        run({w32.data() + size_t(i % copies32) * per_copy32, s.rows, s.cols, ld32, ElementType::F32}, {});
       });
     }
 
@@ -489,7 +486,7 @@ int run(bool grouped_only, bool chain_only) {
     // epilogues are checked against the CPU in tests/backends/cuda).
     r.diff = NAN;
     if (s.kind == Kind::Plain) {
-      ours(0, {}, false);
+      ours(0, {});
       cublas(0);
       FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
       r.diff = relative_diff(y.download(), y_ref.download());
@@ -505,7 +502,7 @@ int run(bool grouped_only, bool chain_only) {
         const GemvPlan p = plan_gemv(s.rows, s.cols, {warps, splits}, prop.multiProcessorCount);
         if (std::find(seen.begin(), seen.end(), std::make_pair(warps, p.splits)) != seen.end()) continue;
         seen.emplace_back(warps, p.splits);
-        const double us = time_per_call(stream, launches, [&](int i) { ours(i, {warps, splits}, f32_input); });
+        const double us = time_per_call(stream, launches, [&](int i) { ours(i, {warps, splits}); });
         std::printf("  %5d %6d %5d %6d %5d %6.2f %6.1f%s\n", warps, p.splits, p.chunk_cols, p.tiles,
                     p.tiles * p.splits, us, percent_of_peak(bytes, us),
                     warps == plan.warps && p.splits == plan.splits ? "  <- auto" : "");
@@ -517,19 +514,19 @@ int run(bool grouped_only, bool chain_only) {
     rows.push_back(r);
   }
 
-  std::printf("\nSummary (us per call inside a CUDA graph, median of %d replays; %% of %.2f TB/s; x bf16 "
-              "except norm rows; +PDL: early_weights, back-to-back calls overlap; best: sweep without PDL; "
+  std::printf("\nSummary (us per call inside a CUDA graph, median of %d replays; %% of %.2f TB/s; x fp32 "
+              "(cuBLAS: the same values in bf16); +PDL: early_weights, back-to-back calls overlap; best: sweep without PDL; "
               "W fp32: fp32 weights (2x the MB), automatic plan, %% of their bytes)\n",
               kRepeats, kPeakBytesPerSecond / 1e12);
-  std::printf("%-22s %-14s %6s | %7s %5s | %7s %5s %-9s | %7s %5s | %7s | %7s %-9s | %7s %5s | %s\n", "matrix",
-              "[out, in]", "MB", "cuBLAS", "%", "ours", "%", "plan", "+PDL", "%", "x fp32", "best", "plan",
-              "W fp32", "%", "rel.diff vs cuBLAS");
+  std::printf("%-22s %-14s %6s | %7s %5s | %7s %5s %-9s | %7s %5s | %7s %-9s | %7s %5s | %s\n", "matrix",
+              "[out, in]", "MB", "cuBLAS", "%", "ours", "%", "plan", "+PDL", "%", "best", "plan", "W fp32", "%",
+              "rel.diff vs cuBLAS");
   for (const Row& r : rows)
-    std::printf("%-22s %-14s %6.1f | %7.2f %5.1f | %7.2f %5.1f %-9s | %7.2f %5.1f | %7.2f | %7.2f %-9s | %7.2f %5.1f | "
+    std::printf("%-22s %-14s %6.1f | %7.2f %5.1f | %7.2f %5.1f %-9s | %7.2f %5.1f | %7.2f %-9s | %7.2f %5.1f | "
                 "%.1e\n",
                 r.name.c_str(), r.shape.c_str(), r.mb, r.cublas_us, percent_of_peak(r.mb * 1e6, r.cublas_us),
                 r.ours_us, percent_of_peak(r.mb * 1e6, r.ours_us), r.auto_plan.c_str(), r.ours_pdl_us,
-                percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.ours_f32x_us, r.best_us, r.best_plan.c_str(),
+                percent_of_peak(r.mb * 1e6, r.ours_pdl_us), r.best_us, r.best_plan.c_str(),
                 r.ours_f32w_us, percent_of_peak(2 * r.mb * 1e6, r.ours_f32w_us), r.diff);
   run_grouped(prop, stream);
   run_chain(prop, stream);

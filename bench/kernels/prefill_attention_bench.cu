@@ -19,6 +19,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
+#include "backends/cuda/kv_store.h"
 #include "backends/cuda/prefill_attention.h"
 
 using namespace fsvd::cuda;

@@ -8,7 +8,7 @@
 namespace fsvd::cpu {
 
 void attention(const float* q, int64_t ldq, const float* k_cache, const float* v_cache, int n,
-               int pos0, const AttentionShape& shape, float* out) {
+               int pos0, const HeadShape& shape, float* out) {
   const int hd = shape.head_dim;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int64_t kv_stride = int64_t{shape.n_kv_heads} * hd;

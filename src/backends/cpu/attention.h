@@ -4,7 +4,7 @@
 
 namespace fsvd::cpu {
 
-struct AttentionShape {
+struct HeadShape {
   int n_heads = 0;
   int n_kv_heads = 0;  // divides n_heads; query head h reads kv head h / (n_heads / n_kv_heads)
   int head_dim = 0;
@@ -15,6 +15,6 @@ struct AttentionShape {
 // v_cache: [>= pos0 + n, n_kv_heads * head_dim]; out: [n, n_heads * head_dim].
 // Scores are scaled by 1/sqrt(head_dim).
 void attention(const float* q, int64_t ldq, const float* k_cache, const float* v_cache, int n,
-               int pos0, const AttentionShape& shape, float* out);
+               int pos0, const HeadShape& shape, float* out);
 
 }  // namespace fsvd::cpu

@@ -2,21 +2,21 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
+#include <utility>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/row_ops.h"
-#include "backends/cuda/sampling.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/embedding.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/sampling.h"
+#include "backends/cuda/token_select.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
 namespace {
 
 constexpr const char* kWhere = "CudaExecutor";
-constexpr int64_t kMaxNormCols = 8192;  // rmsnorm_gemv's limit on its input width
 
 // y += linear(x); `rank` holds the rank-space vector of a low-rank linear.
 void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, GemvConfig cfg,
@@ -33,8 +33,8 @@ void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, 
 // Shapes the kernels handle; checked before touching the device.
 void check_supported(const ModelConfig& c, const std::string& source) {
   check_head_shape(HeadShape{c.n_heads, c.n_kv_heads, c.head_dim}, source + " (CUDA decode attention)");
-  check(c.hidden <= kMaxNormCols, source, "hidden size ", c.hidden, " exceeds the CUDA RMSNorm-GEMV limit of ",
-        kMaxNormCols);
+  check(c.hidden <= kMaxRmsnormGemvCols, source, "hidden size ", c.hidden,
+        " exceeds the CUDA RMSNorm-GEMV limit of ", kMaxRmsnormGemvCols);
 }
 
 // The dense KV cache is the one allocation that scales with the request:
@@ -99,7 +99,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   rope_inv_freq(c, inv_freq.data());
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq);
-  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(stream_.put(), cudaStreamNonBlocking));
   if (options_.kv == KvMode::lowrank) {
     lowrank_kv_ = std::make_unique<LowRankKv>(*weights_, context, inv_freq_.data(), stream_);
   } else {
@@ -133,24 +133,13 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   gate_ = DeviceBuffer<float>(c.intermediate);
   up_ = DeviceBuffer<float>(c.intermediate);
   logits_ = DeviceBuffer<float>(c.vocab);
-  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_io_), sizeof(HostIo), cudaHostAllocMapped));
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_io_.put()), sizeof(HostIo), cudaHostAllocMapped));
   FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), host_io_->ring, 0));
-  for (cudaEvent_t& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_logits_), c.vocab * sizeof(float),
+  for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
+  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_logits_.put()), c.vocab * sizeof(float),
                                 cudaHostAllocDefault));
   if (weights_->type() == ElementType::BF16)
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
-}
-
-CudaExecutor::~CudaExecutor() {
-  // No throwing from a destructor: failures here mean a dead context anyway.
-  for (cudaGraphExec_t g : graphs_) cudaGraphExecDestroy(g);
-  for (cudaGraphExec_t g : sample_graphs_) cudaGraphExecDestroy(g);
-  for (cudaEvent_t e : step_done_)
-    if (e) cudaEventDestroy(e);
-  if (stream_) cudaStreamDestroy(stream_);
-  cudaFreeHost(host_io_);
-  cudaFreeHost(host_logits_);
 }
 
 void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream) {
@@ -261,19 +250,17 @@ namespace {
 
 // Captures what `enqueue` puts on `stream` into a graph (not run).
 template <typename Enqueue>
-cudaGraph_t capture(cudaStream_t stream, Enqueue&& enqueue) {
+Graph capture(cudaStream_t stream, Enqueue&& enqueue) {
   // Relaxed: the launchers may query or set function attributes while capturing.
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  Graph graph;
   try {
     enqueue();
   } catch (...) {
-    cudaGraph_t broken = nullptr;
-    cudaStreamEndCapture(stream, &broken);
-    if (broken) cudaGraphDestroy(broken);
+    cudaStreamEndCapture(stream, graph.put());  // ends the capture; the partial graph is dropped
     throw;
   }
-  cudaGraph_t graph = nullptr;
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
   return graph;
 }
 
@@ -293,22 +280,20 @@ int count_kernels(cudaGraph_t graph) {
 
 }  // namespace
 
-void CudaExecutor::capture_graphs(std::vector<cudaGraphExec_t>& graphs) {
+void CudaExecutor::capture_graphs(std::vector<GraphExec>& graphs) {
   const auto start = std::chrono::steady_clock::now();
   const int pieces = piece_count();
   const int groups = options_.graph == GraphMode::model ? 1 : pieces;
   for (int g = 0; g < groups; ++g) {
-    cudaGraph_t graph = capture(stream_, [&] {
+    const Graph graph = capture(stream_, [&] {
       if (groups == 1)
         for (int p = 0; p < pieces; ++p) enqueue_piece(p, stream_);
       else
         enqueue_piece(g, stream_);
     });
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    FSVD_CUDA_CHECK(status);
-    graphs.push_back(exec);
+    GraphExec exec;
+    FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
+    graphs.push_back(std::move(exec));
   }
   capture_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -327,11 +312,10 @@ ExecutorStats CudaExecutor::stats() {
   st.device_used_bytes = total_bytes - free_bytes;
   // Counted from a capture of the whole step (not run): the kernels are the
   // same in every mode, only how the host launches them differs.
-  cudaGraph_t graph = capture(stream_, [&] {
+  const Graph graph = capture(stream_, [&] {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
   });
   st.kernels_per_token = count_kernels(graph);
-  cudaGraphDestroy(graph);
   // The logits out; a step started from the host (not one of a decode
   // stream) also copies its token and position in.
   constexpr int kCopies = 1;
@@ -359,16 +343,13 @@ void CudaExecutor::enqueue_step() {
   }
   // Sampling parameters are baked into the captured launch: other ones
   // need a new capture.
-  std::vector<cudaGraphExec_t>& graphs = sampling_ ? sample_graphs_ : graphs_;
-  if (sampling_ && !graphs.empty() && std::memcmp(&sample_params_, sampling_, sizeof(SamplingParams)) != 0) {
-    for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphExecDestroy(g));
-    graphs.clear();
-  }
+  std::vector<GraphExec>& graphs = sampling_ ? sample_graphs_ : graphs_;
+  if (sampling_ && !graphs.empty() && sample_params_ != *sampling_) graphs.clear();
   if (graphs.empty()) {
     capture_graphs(graphs);
     if (sampling_) sample_params_ = *sampling_;
   }
-  for (cudaGraphExec_t g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
+  for (const GraphExec& g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
 }
 
 void CudaExecutor::decode_token(int32_t token, int pos) {
@@ -416,7 +397,7 @@ void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all
   } else {
     for (size_t i = 0; i < n; ++i) {
       decode_token(tokens[i], pos + static_cast<int>(i));
-      if (all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data() + i * vocab);
+      if (all_logits) std::copy(host_logits_.get(), host_logits_.get() + vocab, logits.data() + i * vocab);
     }
   }
   filled_ = pos + static_cast<int>(n);
@@ -481,7 +462,7 @@ void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_lo
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   logits.resize((all_logits ? n : 1) * vocab);
   run_tokens(tokens, pos, all_logits, logits);
-  if (!all_logits) std::copy(host_logits_, host_logits_ + vocab, logits.data());
+  if (!all_logits) std::copy(host_logits_.get(), host_logits_.get() + vocab, logits.data());
 }
 
 }  // namespace fsvd::cuda

@@ -13,6 +13,7 @@
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/handles.h"
 #include "backends/cuda/kv_cache.h"
 #include "backends/cuda/lowrank_kv.h"
 #include "backends/cuda/prefill.h"
@@ -58,7 +59,6 @@ class CudaExecutor : public Executor {
   CudaExecutor(const Model& model, int context, CudaOptions options = {});
   // Runs weights already on the device (a synthetic model, say).
   CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options = {});
-  ~CudaExecutor() override;
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
@@ -94,7 +94,7 @@ class CudaExecutor : public Executor {
   void packed_second(const DevicePacked& p, float* packed_out, float* const* scratch, float** outputs,
                      cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
-  void capture_graphs(std::vector<cudaGraphExec_t>& graphs);
+  void capture_graphs(std::vector<GraphExec>& graphs);
   // Copies the token and position a step starts from to the device.
   void set_step_inputs(int32_t token, int pos);
   // Queues one decode step (capturing its graphs on first use).
@@ -121,9 +121,9 @@ class CudaExecutor : public Executor {
   DecodeAttentionPlan attention_plan_;
   std::shared_ptr<const DeviceModel> weights_;
   std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
-  cudaStream_t stream_ = nullptr;
-  std::vector<cudaGraphExec_t> graphs_;         // logits out; captured on first use
-  std::vector<cudaGraphExec_t> sample_graphs_;  // next token out, for sample_params_
+  Stream stream_;
+  std::vector<GraphExec> graphs_;         // logits out; captured on first use
+  std::vector<GraphExec> sample_graphs_;  // next token out, for sample_params_
   SamplingParams sample_params_;
   const SamplingParams* sampling_ = nullptr;  // set during a forward_next
   double capture_ms_ = 0;
@@ -141,10 +141,10 @@ class CudaExecutor : public Executor {
     int pos;
     int32_t ring[kTokenRing];
   };
-  HostIo* host_io_ = nullptr;
+  PinnedHost<HostIo> host_io_;
   int32_t* device_ring_ = nullptr;  // host_io_->ring as the device addresses it
-  cudaEvent_t step_done_[2] = {};   // alternating over a stream's steps
-  float* host_logits_ = nullptr;
+  Event step_done_[2];              // alternating over a stream's steps
+  PinnedHost<float> host_logits_;
   // Activations of one token.
   DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_,
       logits_;

@@ -55,7 +55,6 @@ constexpr int kMaxHeads = 8;       // query heads per CTA; larger groups take se
 constexpr int kMinSplitLen = 32;   // shorter slices cost more in merging than they save
 constexpr int kMaxSplits = 256;    // the merge walks the slices serially
 constexpr int kMaxCtasPerSm = 4;    // more slices than this buys no bandwidth, costs merging
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct Params {
   const float* q;      // the token's q, k, v before RoPE
@@ -167,8 +166,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   // Rows per lane group per step: bounded by registers, so fp32 rows, twice
   // the bits, take half as many (the same bytes in flight). One head per CTA
   // (MHA) takes 8: 128 registers, still 4 CTAs per SM, and a 33-40-row slice
-  // (512-640 tokens in 16 slices) in one step instead of two (H200, LLaMA-7B
-  // keep 0.5: decode 2.484 -> 2.465 ms at 512 tokens, 3.505 -> 3.463 at 8192).
+  // (512-640 tokens in 16 slices) in one step instead of two, which decodes
+  // faster (bench/kernels/decode_attention_notes.md).
   constexpr int kRows = (kHeads >= 8 ? 2 : kHeads == 1 ? 8 : 4) / kLoads;
   // Those rows as two batches of half as many where there are two: the next
   // batch's loads are in flight while the current one is consumed, in the
@@ -450,8 +449,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
   // As many slices as fill one wave of resident CTAs: a second, partial wave
-  // would cost as long as the first (measured: 528 CTAs where 396 fit ran at
-  // 1.2 TB/s on H200).
+  // would cost as long as the first (bench/kernels/decode_attention_notes.md).
   const int64_t ctas_per_split = int64_t{shape.n_kv_heads} * plan.head_chunks;
   const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
   plan.splits = static_cast<int>(std::clamp<int64_t>(

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/handles.h"
 
 namespace fsvd::cuda {
 
@@ -11,17 +12,15 @@ namespace fsvd::cuda {
 // `work` enqueues there; returns once that work has finished.
 template <typename F>
 float elapsed_ms(cudaStream_t stream, F&& work) {
-  cudaEvent_t start, stop;
-  FSVD_CUDA_CHECK(cudaEventCreate(&start));
-  FSVD_CUDA_CHECK(cudaEventCreate(&stop));
+  Event start, stop;
+  FSVD_CUDA_CHECK(cudaEventCreate(start.put()));
+  FSVD_CUDA_CHECK(cudaEventCreate(stop.put()));
   FSVD_CUDA_CHECK(cudaEventRecord(start, stream));
   work();
   FSVD_CUDA_CHECK(cudaEventRecord(stop, stream));
   FSVD_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;
   FSVD_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return ms;
 }
 

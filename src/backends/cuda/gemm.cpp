@@ -17,15 +17,15 @@ constexpr int kTimedRuns = 3;  // launches timed together per candidate, after o
 
 cudaDataType_t cuda_type(ElementType t) { return t == ElementType::F32 ? CUDA_R_32F : CUDA_R_16BF; }
 
-cublasLtMatrixLayout_t layout(ElementType type, int64_t rows, int64_t cols, int64_t ld, int batch, int64_t step) {
-  cublasLtMatrixLayout_t l = nullptr;
-  FSVD_CUDA_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_type(type), rows, cols, ld));
+// Into `l` (which owns it even if setting an attribute fails).
+void make_layout(cublasLtMatrixLayout_t* l, ElementType type, int64_t rows, int64_t cols, int64_t ld, int batch,
+                 int64_t step) {
+  FSVD_CUDA_CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(type), rows, cols, ld));
   if (batch > 1) {
-    FSVD_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+    FSVD_CUDA_CHECK(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
     FSVD_CUDA_CHECK(
-        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step, sizeof(step)));
+        cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &step, sizeof(step)));
   }
-  return l;
 }
 
 }  // namespace
@@ -35,28 +35,16 @@ size_t Gemm::Problem::c_bytes() const {
 }
 
 Gemm::Plan::Plan(const Problem& p) {
-  FSVD_CUDA_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  FSVD_CUDA_CHECK(cublasLtMatmulDescCreate(op.put(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T;  // W row-major is Wᵀ column-major
   FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
-  a = layout(p.ab, p.k, p.m, p.lda, p.batch, p.a_step);
-  b = layout(p.ab, p.k, p.n, p.ldb, p.batch, p.b_step);
-  c = layout(p.c, p.m, p.n, p.ldc, p.batch, p.c_step);
-}
-
-Gemm::Plan::~Plan() {
-  if (a) cublasLtMatrixLayoutDestroy(a);
-  if (b) cublasLtMatrixLayoutDestroy(b);
-  if (c) cublasLtMatrixLayoutDestroy(c);
-  if (op) cublasLtMatmulDescDestroy(op);
+  make_layout(a.put(), p.ab, p.k, p.m, p.lda, p.batch, p.a_step);
+  make_layout(b.put(), p.ab, p.k, p.n, p.ldb, p.batch, p.b_step);
+  make_layout(c.put(), p.c, p.m, p.n, p.ldc, p.batch, p.c_step);
 }
 
 Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
-  FSVD_CUDA_CHECK(cublasLtCreate(&handle_));
-}
-
-Gemm::~Gemm() {
-  plans_.clear();  // descriptors before the handle
-  if (handle_) cublasLtDestroy(handle_);
+  FSVD_CUDA_CHECK(cublasLtCreate(handle_.put()));
 }
 
 void Gemm::launch(const Problem& p, const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a,
@@ -67,8 +55,8 @@ void Gemm::launch(const Problem& p, const Plan& plan, const cublasLtMatmulAlgo_t
 }
 
 void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c) {
-  cublasLtMatmulPreference_t pref = nullptr;
-  FSVD_CUDA_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  Handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
+  FSVD_CUDA_CHECK(cublasLtMatmulPreferenceCreate(pref.put()));
   const size_t workspace = workspace_.bytes();
   FSVD_CUDA_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                                        sizeof(workspace)));
@@ -76,7 +64,6 @@ void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const v
   int count = 0;
   const cublasStatus_t status =
       cublasLtMatmulAlgoGetHeuristic(handle_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, kCandidates, found, &count);
-  cublasLtMatmulPreferenceDestroy(pref);
   check(status == CUBLAS_STATUS_SUCCESS && count > 0, "Gemm", "cuBLASLt offers no algorithm for [", p.m, ", ", p.k,
         "] x [", p.k, ", ", p.n, "] (", cublasGetStatusName(status), ")");
   plan.algo = found[0].algo;

@@ -6,8 +6,8 @@
 // Each distinct problem (shapes, strides, types, accumulation) gets its
 // cuBLASLt descriptors once; from kTuneMinRows rows on, the first call also
 // times the heuristic's first kCandidates algorithms on the real operands and
-// keeps the fastest (the heuristic's first choice was up to 18% slower for
-// LLaMA-7B's rank-1024 products on H200: bench/kernels/gemm_algos_bench.cu),
+// keeps the fastest (the heuristic's first choice is not always the fastest:
+// bench/kernels/gemm_algos_bench.cu, bench/kernels/prefill_attention_notes.md),
 // unless the stream is being captured into a graph: then the heuristic's
 // first choice is kept.
 #include <cublasLt.h>
@@ -20,6 +20,7 @@
 
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_matrix.h"
+#include "backends/cuda/handles.h"
 
 namespace fsvd::cuda {
 
@@ -29,9 +30,6 @@ class Gemm {
   static constexpr int kCandidates = 8;
 
   explicit Gemm(cudaStream_t stream);  // every call is enqueued on `stream`
-  ~Gemm();
-  Gemm(const Gemm&) = delete;
-  Gemm& operator=(const Gemm&) = delete;
 
   // y = x · wᵀ, or y += x · wᵀ when `accumulate` (the residual add, free in
   // the GEMM epilogue). x: [n, w.cols] of w.type with row stride ldx; y:
@@ -55,15 +53,14 @@ class Gemm {
     auto operator<=>(const Problem&) const = default;
     size_t c_bytes() const;  // the extent of y the product writes
   };
-  // A problem's descriptors (owned) and chosen algorithm.
+  using MatmulDesc = Handle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+  using MatrixLayout = Handle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+  // A problem's descriptors and chosen algorithm.
   struct Plan {
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    MatmulDesc op;
+    MatrixLayout a, b, c;
     cublasLtMatmulAlgo_t algo{};
     explicit Plan(const Problem& p);
-    ~Plan();
-    Plan(const Plan&) = delete;
-    Plan& operator=(const Plan&) = delete;
   };
   // c = (c +) a · b through the problem's plan, made (and tuned) on first use.
   void multiply(const Problem& p, const void* a, const void* b, void* c);
@@ -72,7 +69,7 @@ class Gemm {
               void* c) const;
 
   cudaStream_t stream_;
-  cublasLtHandle_t handle_ = nullptr;
+  Handle<cublasLtHandle_t, cublasLtDestroy> handle_;  // declared first: destroyed after the plans' descriptors
   DeviceBuffer<uint8_t> workspace_;
   std::map<Problem, std::unique_ptr<Plan>> plans_;
 };

@@ -1,4 +1,5 @@
-// Batch-1 GEMV kernels, bf16 or fp32 weights (see gemv.h for the contract).
+// Batch-1 GEMV kernels, bf16 or fp32 weights (see gemv.h for the contract),
+// and their launch; the launch shape comes from the planner (gemv_plan.cpp).
 //
 // Work layout. A CTA of `warps` warps owns a tile of rows and one column slice
 // ("split"). Each warp owns kRowsPerWarp rows of W; lane l reads the 16-byte
@@ -6,9 +7,8 @@
 // each), so a warp step reads 512 contiguous bytes per row, fully coalesced.
 // The weight type is a template parameter of the one kernel body: it only
 // changes how a group unpacks, so bf16 compiles to the code tuned for it. The
-// slice of x lives in shared memory as fp32 (converted from bf16, times the
-// RMSNorm gain, or formed as silu(gate)·up) and is shared by all rows of the
-// tile. A warp issues the loads of kUnroll steps x
+// slice of x lives in shared memory as fp32 (as given, times the RMSNorm
+// gain, or formed as silu(gate)·up) and is shared by all rows of the tile. A warp issues the loads of kUnroll steps x
 // kRowsPerWarp rows before using any, and the first batch is issued before x
 // is staged, so the x prologue hides under the weight loads.
 //
@@ -26,16 +26,15 @@
 // to the finished dot products, so the norm adds no round trip. The gain is
 // copied into shared memory before the PDL wait (cp.async, no registers held)
 // and x read in 16-byte loads, so after the wait one round of loads stages a
-// 4096-wide x (it was two, of x and gain: LLaMA-7B keep 0.5 decode 2.58 ->
-// 2.48 ms/token on H200).
+// 4096-wide x instead of two, of x and gain (bench/kernels/gemv_notes.md).
 //
 // Programmatic dependent launch (GemvConfig::early_weights): each kernel
 // issues its first weight loads, lets the next kernel launch, and only then
 // waits for the previous kernel, so launch latency and the DRAM pipeline fill
-// overlap the previous kernels' tails (measured on H200: 8 MB GEMVs 5.1 ->
-// 3.8 us per call back to back). It is applied only while each CTA streams at
-// most kMaxEarlyChunkBytes of each row: with longer CTAs (the 90 MB [11008, 4096])
-// the early CTAs land unevenly on the SMs and the call got 25% slower.
+// overlap the previous kernels' tails. It is applied only while each CTA
+// streams at most kMaxEarlyChunkBytes of each row: with longer CTAs (the dense
+// [11008, 4096]) the early CTAs land unevenly on the SMs and the call got
+// slower (bench/kernels/gemv_notes.md).
 // Triggering after the wait instead serializes the chain and lost everywhere.
 //
 // SiLU(gate)·up is formed while the down projection stages its input
@@ -55,29 +54,25 @@
 #include "backends/cuda/gemv.h"
 
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/reduce.cuh"
 
 namespace fsvd::cuda {
 namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kLoadsInFlight = 8;     // 16-byte weight loads a lane issues before using any
-constexpr int kMaxRowsPerWarp = 4;    // W rows per warp: 2 or 4 (GemvConfig::rows_per_warp)
-constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per lane
-constexpr int kMaxChunkCols = 4096;   // columns per slice: its x in 16 KB of shared memory
-constexpr int kMaxSplits = 8;         // portable thread-block cluster size
-constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
-constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
-constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
-constexpr int kMaxNormCols = 8192;     // the norm stages all of x: <= 32 KB of shared memory
+using namespace gemv_limits;
+
 constexpr int kBatch = 8;             // x values each thread loads before using any (latency hiding)
 
 enum class Epilogue { Store, Add };
@@ -152,22 +147,9 @@ __device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
   return w;
 }
 
-// Sum over the CTA, the same value in every thread; `scratch` holds 32 floats.
-__device__ float block_sum(float v, float* scratch) {
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  v = warp_sum(v);
-  if (threadIdx.x % 32 == 0) scratch[warp] = v;
-  __syncthreads();
-  float total = 0;
-  for (int i = 0; i < warps; ++i) total += scratch[i];
-  return total;
-}
-
 template <XKind kX>
 __device__ __forceinline__ float load_x(const void* x, const float* up, int k) {
-  if constexpr (kX == XKind::BF16) {
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(x)[k]);
-  } else if constexpr (kX == XKind::SiluMul) {
+  if constexpr (kX == XKind::SiluMul) {
     // Fast exp and division: expf's and IEEE division's longer sequences made
     // the instance spill (the first weight batch is live while x is staged).
     const float gate = static_cast<const float*>(x)[k];
@@ -195,20 +177,13 @@ __device__ void stage_x(const void* x, const float* up, int k0, int n, int cols,
   }
 }
 
-// 16 bytes into shared memory without passing through registers; the bytes
-// past src_bytes (0..16) are zero and src is not read beyond them.
-__device__ __forceinline__ void copy_async16(void* dst, const void* src, int src_bytes) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(src_bytes) : "memory");
-}
-
 // The RMSNorm's gain into xs4[0 .. n4), zero past cols, copied before the PDL
 // wait (it never depends on the previous kernel). Thread t copies the float4s
 // t, t + blockDim.x, ...: the ones stage_normed_x has it read back.
 __device__ void prefetch_gain(const float* gain, int n4, int cols, float4* xs4) {
   for (int i4 = threadIdx.x; i4 < n4; i4 += blockDim.x)
-    copy_async16(xs4 + i4, gain + 4 * i4, 4 * min(max(cols - 4 * i4, 0), 4));
-  asm volatile("cp.async.commit_group;" ::: "memory");
+    cp_async16(xs4 + i4, gain + 4 * i4, 4 * min(max(cols - 4 * i4, 0), 4));
+  cp_async_commit();
 }
 
 // xs4 = x ⊙ gain over the whole vector (the gain already there, from
@@ -216,7 +191,7 @@ __device__ void prefetch_gain(const float* gain, int n4, int cols, float4* xs4) 
 // share of sum(x^2).
 __device__ float stage_normed_x(const float* x, int n4, int cols, float4* xs4) {
   constexpr int kVecs = kBatch / 2;  // 16 values in flight: the registers of kBatch (x, gain) pairs
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  cp_async_wait_all();
   float ss = 0;
   for (int base = 0; base < n4; base += kVecs * blockDim.x) {
     float4 v[kVecs];
@@ -344,7 +319,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, kResidentWarpsPerSm / kMaxWarp
 #pragma unroll
   for (int j = 0; j < kRowsPerWarp; ++j) acc[j] = warp_sum(acc[j]);
   // Every CTA computes the same scale from the same data in the same order.
-  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch) / op.cols + p.eps) : 1.0f;
+  const float scale = kNorm ? 1.0f / sqrtf(block_sum(ss, scratch, warps) / op.cols + p.eps) : 1.0f;
 
   if (p.splits == 1) {
 #pragma unroll
@@ -408,9 +383,7 @@ void launch_kernel(const Params& p, const GemvPlan& plan, size_t smem, bool earl
 template <typename T, Epilogue kE, int kRows>
 void launch_for_input(XKind x, const Params& p, const GemvPlan& plan, size_t smem, bool early,
                       cudaStream_t stream) {
-  if (x == XKind::BF16)
-    launch_kernel<T, kE, XKind::BF16, false, 1, kRows>(p, plan, smem, early, stream);
-  else if (x == XKind::SiluMul)
+  if (x == XKind::SiluMul)
     launch_kernel<T, kE, XKind::SiluMul, false, 1, kRows>(p, plan, smem, early, stream);
   else
     launch_kernel<T, kE, XKind::F32, false, 1, kRows>(p, plan, smem, early, stream);
@@ -425,9 +398,7 @@ void launch_for(const Request& rq, XKind x, int count, const Params& p, const Ge
   else if (rq.epilogue == Epilogue::Add)
     launch_for_input<T, Epilogue::Add, kRows>(x, p, plan, smem, early, stream);
   else if (count > 1)  // silu_mul inputs are refused for groups: no instance for them
-    (x == XKind::BF16 ? launch_kernel<T, Epilogue::Store, XKind::BF16, false, kMaxGemvGroups, kRows>
-                      : launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups, kRows>)(
-        p, plan, smem, early, stream);
+    launch_kernel<T, Epilogue::Store, XKind::F32, false, kMaxGemvGroups, kRows>(p, plan, smem, early, stream);
   else
     launch_for_input<T, Epilogue::Store, kRows>(x, p, plan, smem, early, stream);
 }
@@ -442,117 +413,26 @@ void launch_for_rows(const Request& rq, XKind x, int count, const Params& p, con
     launch_for<T, 4>(rq, x, count, p, plan, smem, early, stream);
 }
 
-void check_config(GemvConfig cfg, const char* where) {
-  check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
-        kMaxWarps);
-  check(cfg.splits >= 0 && cfg.splits <= kMaxSplits, where, "splits ", cfg.splits, " not in 1..",
-        kMaxSplits);
-  check(cfg.rows_per_warp == 0 || cfg.rows_per_warp == 2 || cfg.rows_per_warp == kMaxRowsPerWarp, where,
-        "rows per warp ", cfg.rows_per_warp, " not 2 or ", kMaxRowsPerWarp);
-}
-
 void check_count(int count, const char* where) {
   check(count >= 1 && count <= kMaxGemvGroups, where, count, " groups; 1..", kMaxGemvGroups,
         " are supported");
 }
 
-// The plan of one product for a request of `splits` column slices (0 counts as 1).
-GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64_t splits) {
-  check(w.rows >= 1 && w.cols >= 1, "plan_gemv", "empty matrix [", w.rows, ", ", w.cols, "]");
-  const int64_t group = values_per_16_bytes(w.type);
-  const int64_t groups = ceil_div(w.cols, group);
-  GemvPlan plan;
-  plan.warps = warps;
-  plan.rows_per_warp = rows_per_warp;
-  plan.tiles = static_cast<int>(ceil_div(w.rows, int64_t{warps} * rows_per_warp));
-  splits = std::max<int64_t>({splits, 1, ceil_div(groups, kMaxChunkCols / group)});
-  int64_t chunk = ceil_div(groups, splits);
-  if (chunk > kStepGroups) chunk = ceil_div(chunk, kStepGroups) * kStepGroups;  // whole warp steps
-  plan.splits = static_cast<int>(ceil_div(groups, chunk));
-  plan.chunk_cols = static_cast<int>(chunk * group);
-  return plan;
-}
-
-// The plans of `count` products launched together (plans[i] for product i)
-// and of the launch: common warps and rows per warp; one request of column
-// slices, chosen over all their row tiles; the launch's `splits` is the
-// largest product's, its `tiles` the sum and its `chunk_cols` the widest.
-//
-// Automatic choices, from sweeping each launch shape inside the LLaMA-7B
-// decode chains (dense, keep 0.5 and 0.4) on H200 (bench/kernels/gemv_notes.md):
-// - slices: as many as keep the CTAs in one wave, each giving every warp at
-//   least one full batch of loads (SiLU·up: as many as that allows, which
-//   shortens each CTA's staging). A norm launch of more than one wave
-//   unsplit gets at least the slices that early_weights needs (rows <= 4 KB
-//   a slice: the dense gate|up); the gate, up second factors at keep 0.7
-//   (2089 columns) decoded ~0.18 ms a token slower with them.
-// - rows per warp: 4, which keeps the CTAs few where every CTA stages much
-//   besides its slice (the norm stages all of x, SiLU·up reads two vectors per
-//   value); 2 for a plain or residual product of more than one wave (the
-//   gate, up second factors), whose rows need slices for early_weights
-//   anyway when 2-row warps fill the wave with no more slices than that (the
-//   dense o projection; with 4-row warps it would need twice as many), or
-//   that would give fewer CTAs than SMs with 4-row warps.
+// The planner's view of the products (gemv_plan.h).
 GemvPlan plan_products(const Product* products, int count, GemvConfig cfg, bool norm, int sm_count,
                        GemvPlan* plans) {
-  const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
-  const bool silu = products[0].x.kind == XKind::SiluMul;
-  const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
-  int64_t groups = 0, row_bytes = 0;  // of the widest product
-  for (int i = 0; i < count; ++i) {
-    const DeviceMatrix& w = products[i].w;
-    groups = std::max(groups, ceil_div(w.cols, values_per_16_bytes(w.type)));
-    row_bytes = std::max(row_bytes, w.cols * element_bytes(w.type));
-  }
-  auto unsplit_tiles = [&](int rows_per_warp) {
-    int64_t tiles = 0;
-    for (int i = 0; i < count; ++i) tiles += plan_product(products[i].w, warps, rows_per_warp, 1).tiles;
-    return tiles;
-  };
-  const int64_t early_splits =
-      cfg.early_weights ? std::min<int64_t>(ceil_div(row_bytes, kMaxEarlyChunkBytes), kMaxSplits) : 1;
-  // Slices for warps of `rows` rows (cfg's, or as above), never 5-7 unless
-  // early_weights needs them (H200):
-  // 6 slices of a 4096-column row (clusters of 6) cost 4-5 us a layer more
-  // than 4 in the keep-0.4 chain, while 3 slices of Llama-3-8B keep 0.5's
-  // down second factor [4096, 1592] decode 1% faster than 2.
-  auto slices_for = [&](int rows) {
-    if (cfg.splits > 0) return int64_t{cfg.splits};
-    const int64_t tiles = unsplit_tiles(rows);
-    const int64_t deep = groups / (kLoadsInFlight / rows * kStepGroups);
-    int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
-    if (s > 4 && s < kMaxSplits) s = 4;
-    if (norm && tiles > slots) s = std::max(s, early_splits);
-    return s;
-  };
-  int rows_per_warp = cfg.rows_per_warp;
-  if (rows_per_warp == 0) {
-    const bool light = !norm && !silu;  // a CTA stages only its slice of x
-    const bool more_than_a_wave = unsplit_tiles(kMaxRowsPerWarp) > slots;
-    const bool slices_needed_anyway = early_splits > 1 && slots / unsplit_tiles(2) <= early_splits;
-    // Rows too short for slices at 4 rows a warp leave SMs without a CTA
-    // (keep 0.4's o second factor [4096, 819]: 128 CTAs).
-    const bool idles_sms =
-        unsplit_tiles(kMaxRowsPerWarp) * std::max<int64_t>(slices_for(kMaxRowsPerWarp), 1) < sm_count;
-    rows_per_warp = light && (more_than_a_wave || slices_needed_anyway || idles_sms) ? 2 : kMaxRowsPerWarp;
-  }
-  const int64_t splits = slices_for(rows_per_warp);
-  GemvPlan launch;
-  launch.warps = warps;
-  launch.rows_per_warp = rows_per_warp;
-  for (int i = 0; i < count; ++i) {
-    plans[i] = plan_product(products[i].w, warps, rows_per_warp, splits);
-    launch.tiles += plans[i].tiles;
-    launch.splits = std::max(launch.splits, plans[i].splits);
-    launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
-  }
-  return launch;
+  DeviceMatrix weights[kMaxGemvGroups];
+  for (int i = 0; i < count; ++i) weights[i] = products[i].w;
+  const GemvFusion fusion = norm ? GemvFusion::RmsNorm
+                            : products[0].x.kind == XKind::SiluMul ? GemvFusion::SiluMul
+                                                                   : GemvFusion::None;
+  return plan_gemv_launch(weights, count, cfg, fusion, sm_count, plans);
 }
 
 void launch(const Request& rq, const Product* products, int count, cudaStream_t stream, GemvConfig cfg) {
   const char* where = rq.where;
   check_count(count, where);
-  check_config(cfg, where);
+  check_gemv_config(cfg, where);
   const ElementType type = products[0].w.type;
   const XKind x_kind = products[0].x.kind;
   const int64_t group = values_per_16_bytes(type);
@@ -572,7 +452,7 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
     const DeviceVec& x = products[i].x;
     check(x.data != nullptr && (x.kind == XKind::SiluMul) == (x.up != nullptr), where, which,
           "null input (silu_mul needs gate and up)");
-    check(x.kind == x_kind, where, which, "inputs must all be of one kind (fp32, bf16 or silu_mul)");
+    check(x.kind == x_kind, where, which, "inputs must all be of one kind (fp32 or silu_mul)");
   }
   check(count == 1 || x_kind != XKind::SiluMul, where, "silu_mul inputs are for single GEMVs");
   check(!rq.norm || (rq.gain != nullptr && x_kind == XKind::F32), where,
@@ -580,8 +460,8 @@ void launch(const Request& rq, const Product* products, int count, cudaStream_t 
   check(!rq.norm || (reinterpret_cast<uintptr_t>(rq.gain) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(products[0].x.data) % 16 == 0),
         where, "RMSNorm input and gain must be 16-byte aligned (they are read 16 bytes at a time)");
-  check(!rq.norm || products[0].w.cols <= kMaxNormCols, where, "RMSNorm input of ", products[0].w.cols,
-        " values; at most ", kMaxNormCols, " are supported");
+  check(!rq.norm || products[0].w.cols <= kMaxRmsnormGemvCols, where, "RMSNorm input of ", products[0].w.cols,
+        " values; at most ", kMaxRmsnormGemvCols, " are supported");
 
   int device = 0, sm_count = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
@@ -638,19 +518,9 @@ int to_products(const GemvGroup* groups, int count, const char* where, Product* 
 
 }  // namespace
 
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights,
-                   GemvFusion fusion) {
-  check_config(cfg, "plan_gemv");
-  DeviceVec x;
-  if (fusion == GemvFusion::SiluMul) x.kind = XKind::SiluMul;
-  const Product product{{nullptr, rows, cols, cols, weights}, x, nullptr};
-  GemvPlan plan;
-  return plan_products(&product, 1, cfg, fusion == GemvFusion::RmsNorm, sm_count, &plan);
-}
-
 GemvPlan plan_gemv_grouped(const GemvGroup* groups, int count, GemvConfig cfg, int sm_count) {
   const char* where = "plan_gemv_grouped";
-  check_config(cfg, where);
+  check_gemv_config(cfg, where);
   Product products[kMaxGemvGroups];
   GemvPlan plans[kMaxGemvGroups];
   return plan_products(products, to_products(groups, count, where, products), cfg, false, sm_count, plans);

@@ -1,5 +1,6 @@
 #pragma once
-// Small device helpers shared by the decode-op kernels.
+// Small device helpers shared by the kernels (reductions: reduce.cuh; async
+// copies: cp_async.cuh).
 
 #include <cuda_bf16.h>
 
@@ -7,12 +8,7 @@
 
 namespace fsvd::cuda {
 
-template <typename T>
-__device__ __forceinline__ T warp_sum(T v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
+constexpr float kLog2e = 1.4426950408889634f;  // scores in the log2 domain: exp(x) = exp2(x * log2(e))
 
 // Programmatic dependent launch (no-ops when the launch did not ask for it):
 // let the next kernel in the stream start its CTAs, and wait until the

@@ -1,5 +1,5 @@
 #pragma once
-// Shapes shared by the decode-step attention kernels: the head layout of one
+// Shapes shared by the attention and KV-store kernels: the head layout of one
 // layer and its dense KV cache (bf16, or fp32 for exact checks). C++17
 // (included by .cu files).
 #include <cuda_bf16.h>  // the default element type, which readers of the cache cast to
@@ -41,6 +41,15 @@ inline void check_cache(const KvCacheLayer& c, const std::string& where) {
   check(reinterpret_cast<uintptr_t>(c.k) % 16 == 0 && reinterpret_cast<uintptr_t>(c.v) % 16 == 0,
         where, "KV cache must be 16-byte aligned");
   check(c.max_ctx >= 1, where, "KV cache of ", c.max_ctx, " positions");
+}
+
+// A bf16 cache (prefill's kernels read it with tensor cores) whose rows [pos, pos + n) exist.
+inline void check_cache_rows(int pos, int n, const KvCacheLayer& cache, const std::string& where) {
+  check_cache(cache, where);
+  check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
+  check(n >= 1, where, "n ", n, " must be positive");
+  check(pos >= 0 && int64_t{pos} + n <= cache.max_ctx, where, "positions [", pos, ", ",
+        int64_t{pos} + n, ") do not fit a cache of ", cache.max_ctx);
 }
 
 }  // namespace fsvd::cuda

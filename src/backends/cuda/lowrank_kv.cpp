@@ -1,8 +1,8 @@
 #include "backends/cuda/lowrank_kv.h"
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/prefill_attention.h"
-#include "backends/cuda/row_ops.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/kv_store.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {

@@ -3,9 +3,11 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/embedding.h"
+#include "backends/cuda/kv_store.h"
+#include "backends/cuda/norm.h"
 #include "backends/cuda/prefill_attention.h"
-#include "backends/cuda/row_ops.h"
-#include "backends/cuda/small_ops.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
@@ -15,8 +17,8 @@ constexpr const char* kWhere = "Prefill";
 
 // Row strides of intermediates are rounded up to 8 (round_up8) and every
 // product runs on padded_k weights (device_matrix.h): cuBLAS then takes its
-// 16-byte-aligned kernels for any rank (measured: the 2-element-aligned ones
-// ran at under half the speed on odd ranks).
+// 16-byte-aligned kernels for any rank (the 2-element-aligned ones are much
+// slower on odd ranks: bench/kernels/prefill_attention_notes.md).
 
 // Grows `b` to at least n elements (contents are not kept).
 template <typename T>
@@ -96,8 +98,8 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   // it: DeviceModel spaces the parts), where its second factor reads them.
   // With no dense part the GEMM writes them so; otherwise it writes fp32 into
   // packed_ (the dense parts' outputs) and the low-rank columns are rounded
-  // into place. (The direct bf16 output took LLaMA-7B keep 0.5's 8192-token
-  // prefill from 158.7 to 154.9 ms on H200: no fp32 round trip, no launch.)
+  // into place. (The direct bf16 output saves an fp32 round trip and a
+  // launch: bench/kernels/prefill_attention_notes.md.)
   auto packed_first = [&](const DevicePacked& p, int64_t rows) {
     const bool all_low_rank = std::all_of(p.parts.begin(), p.parts.end(),
                                           [](const DevicePacked::Part& part) { return part.second.data != nullptr; });

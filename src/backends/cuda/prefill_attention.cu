@@ -1,12 +1,4 @@
-// Prefill attention and its RoPE + KV-store epilogue (see prefill_attention.h).
-//
-// rope_store_kv_rows: one thread per (token, 4 rotation pairs), 16-byte
-// loads (one pair a thread where rows are not 16-byte aligned). The angles
-// are computed once and serve every q and kv head of the token; the
-// rotation is decode attention's (rope.cuh), so the cache rows match decode
-// bitwise.
-//
-// prefill_attention: FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
+// Prefill attention (see prefill_attention.h): FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
 // fp32 accumulate). A CTA is (query head, tile of 128 queries) with 4 warps
 // of 32 query rows; each warp's two m16 tiles share every K and V fragment
 // it loads, which halves shared-memory reads per flop against 16 rows a warp
@@ -27,99 +19,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernel_helpers.cuh"
-#include "backends/cuda/rope.cuh"
 
 namespace fsvd::cuda {
 namespace {
-
-// ---------------------------------------------------------------- RoPE + store
-
-constexpr int kRopeThreads = 256;
-
-struct RopeParams {
-  const float* q;
-  const float* k;
-  const float* v;
-  const float* inv_freq;
-  int64_t ldq, ldk, ldv;
-  __nv_bfloat16* q_out;
-  __nv_bfloat16* k_cache;
-  __nv_bfloat16* v_cache;
-  int pos, n, n_heads, n_kv_heads, head_dim;
-};
-
-// kVec consecutive fp32 values: one 16-byte load when kVec is 4.
-template <int kVec>
-__device__ __forceinline__ void load_floats(const float* p, float (&x)[kVec]) {
-  if constexpr (kVec == 4) {
-    const float4 f = *reinterpret_cast<const float4*>(p);
-    x[0] = f.x, x[1] = f.y, x[2] = f.z, x[3] = f.w;
-  } else {
-    x[0] = *p;
-  }
-}
-
-template <int kVec>
-__device__ __forceinline__ void store_bf16(__nv_bfloat16* p, const float (&x)[kVec]) {
-  if constexpr (kVec == 4) {
-    *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16(x[0], x[1]), pack_bf16(x[2], x[3]));
-  } else {
-    *p = __float2bfloat16_rn(x[0]);
-  }
-}
-
-// Rotates the pairs (j0 + e, j0 + e + half), e < kVec, of one head and stores
-// them as bf16, rounded as decode attention rotates (rope.cuh).
-template <int kVec>
-__device__ __forceinline__ void rotate_store(const float* x, __nv_bfloat16* out, int half,
-                                             const float (&s)[kVec], const float (&c)[kVec]) {
-  float a[kVec], b[kVec], ra[kVec], rb[kVec];
-  load_floats(x, a);
-  load_floats(x + half, b);
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    ra[e] = rope_first(a[e], b[e], s[e], c[e]);
-    rb[e] = rope_second(a[e], b[e], s[e], c[e]);
-  }
-  store_bf16(out, ra);
-  store_bf16(out + half, rb);
-}
-
-// One thread per (token, kVec consecutive rotation pairs, head): blockIdx.y
-// is the head, q heads first, then kv heads (k rotated, v copied). A thread
-// per token looping over its heads left short prompts with too few threads
-// to cover memory latency (63 us for 512 tokens of LLaMA-7B).
-template <int kVec>
-__global__ void __launch_bounds__(kRopeThreads) rope_store_kv_rows_kernel(const RopeParams p) {
-  const int half = p.head_dim / 2, groups = half / kVec;
-  const int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (t >= int64_t{p.n} * groups) return;
-  const int i = static_cast<int>(t / groups), j0 = static_cast<int>(t % groups) * kVec;
-  const int pos = p.pos + i;
-  float s[kVec], c[kVec];
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) rope_angle(pos, p.inv_freq[j0 + e], &s[e], &c[e]);
-  const int h = blockIdx.y + (p.q ? 0 : p.n_heads);  // without q, the grid covers the kv heads only
-  if (h < p.n_heads) {
-    const int64_t e = int64_t{h} * p.head_dim + j0;
-    rotate_store(p.q + i * p.ldq + e, p.q_out + int64_t{i} * p.n_heads * p.head_dim + e, half, s, c);
-    return;
-  }
-  const int64_t e = int64_t{h - p.n_heads} * p.head_dim + j0;
-  const int64_t row = int64_t{pos} * p.n_kv_heads * p.head_dim + e;
-  rotate_store(p.k + i * p.ldk + e, p.k_cache + row, half, s, c);
-  if (!p.v) return;  // the v rows are already in the cache
-  float x[kVec];
-  const float* v = p.v + i * p.ldv + e;
-  load_floats(v, x);
-  store_bf16(p.v_cache + row, x);
-  load_floats(v + half, x);
-  store_bf16(p.v_cache + row + half, x);
-}
-
-// ------------------------------------------------------------------ attention
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
@@ -128,7 +33,6 @@ constexpr int kThreads = kWarps * 32;
 // one wave.
 constexpr int ctas_per_sm(int block_m) { return block_m == 128 ? 2 : 3; }
 constexpr int kMaxGridY = 65535;
-constexpr float kLog2e = 1.4426950408889634f;
 
 struct AttentionParams {
   const __nv_bfloat16* q;
@@ -139,20 +43,6 @@ struct AttentionParams {
   int q_ld, kv_ld;   // row strides in elements: n_heads * head_dim, n_kv_heads * head_dim
   float scale_log2;  // log2(e) / sqrt(head_dim)
 };
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared; with valid false nothing is read and zeros land.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
 
 // volatile: the same address holds a new tile on the next iteration.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -203,7 +93,7 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* sr
 #pragma unroll
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const int r = row + it * kRowsPerPass;
-    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid);
+    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid ? 16 : 0);
   }
 }
 
@@ -271,7 +161,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
 
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * kBlockN;
-    cp_async_wait_all();
+    cp_async_wait_committed();
     __syncthreads();  // K_j has landed; every warp is done reading V_{j-1}
     load_tile<kHeadDim, kBlockN>(sV, vg + int64_t{k0} * p.kv_ld, p.kv_ld, kv_len - k0);
     cp_async_commit();
@@ -304,7 +194,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
         }
       }
     }
-    cp_async_wait_all();
+    cp_async_wait_committed();
     __syncthreads();  // V_j has landed; every warp is done reading K_j
     if (j + 1 < n_tiles) {
       load_tile<kHeadDim, kBlockN>(sK, kg + int64_t{k0 + kBlockN} * p.kv_ld, p.kv_ld,
@@ -439,58 +329,7 @@ void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream
     launch_attention<kHeadDim, 128>(p, n_heads, stream);
 }
 
-// A bf16 cache (the tensor cores' input) whose rows [pos, pos + n) exist.
-void check_cache_rows(int pos, int n, const KvCacheLayer& cache, const char* where) {
-  check_cache(cache, where);
-  check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
-  check(n >= 1, where, "n ", n, " must be positive");
-  check(pos >= 0 && int64_t{pos} + n <= cache.max_ctx, where, "positions [", pos, ", ",
-        int64_t{pos} + n, ") do not fit a cache of ", cache.max_ctx);
-}
-
 }  // namespace
-
-void rope_store_kv_rows(const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                        int64_t ldv, const float* inv_freq, int pos, int n, const HeadShape& shape,
-                        const KvCacheLayer& cache, __nv_bfloat16* q_out, cudaStream_t stream) {
-  const char* where = "rope_store_kv_rows";
-  check_head_shape(shape, where);
-  check_cache_rows(pos, n, cache, where);
-  check(k != nullptr && inv_freq != nullptr && (q == nullptr) == (q_out == nullptr), where, "null argument");
-  const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim;
-  const int64_t kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
-  check((q == nullptr || ldq >= q_dim) && ldk >= kv_dim && (v == nullptr || ldv >= kv_dim), where, "row strides ", ldq, ", ", ldk, ", ",
-        ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
-  const RopeParams p{q,
-                     k,
-                     v,
-                     inv_freq,
-                     ldq,
-                     ldk,
-                     ldv,
-                     q_out,
-                     static_cast<__nv_bfloat16*>(cache.k),
-                     static_cast<__nv_bfloat16*>(cache.v),
-                     pos,
-                     n,
-                     shape.n_heads,
-                     shape.n_kv_heads,
-                     shape.head_dim};
-  // 16-byte loads need 16-byte aligned rows; q_out takes 8-byte stores.
-  const auto aligned = [](const void* ptr, int bytes) {
-    return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
-  };
-  const bool vec4 = aligned(q, 16) && aligned(k, 16) && aligned(v, 16) && aligned(q_out, 8) &&
-                    ldq % 4 == 0 && ldk % 4 == 0 && ldv % 4 == 0;
-  const int64_t work = int64_t{n} * (shape.head_dim / 2) / (vec4 ? 4 : 1);
-  const dim3 grid(static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads),
-                  static_cast<unsigned>((q ? shape.n_heads : 0) + shape.n_kv_heads));
-  if (vec4)
-    rope_store_kv_rows_kernel<4><<<grid, kRopeThreads, 0, stream>>>(p);
-  else
-    rope_store_kv_rows_kernel<1><<<grid, kRopeThreads, 0, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("rope_store_kv_rows_kernel");
-}
 
 void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int pos, int n,
                        const HeadShape& shape, __nv_bfloat16* out, cudaStream_t stream) {

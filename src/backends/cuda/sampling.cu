@@ -17,8 +17,8 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/kernel_helpers.cuh"
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/reduce.cuh"
+#include "backends/cuda/token_select.h"
 
 namespace fsvd::cuda {
 namespace {
@@ -80,14 +80,6 @@ __device__ __forceinline__ u64 draw_below(u64 total, uint64_t seed, int32_t step
   return __umul64hi(mix64(mix64(seed) + counter * 0x9e3779b97f4a7c15ull), total);
 }
 
-struct Best {
-  float v;
-  int i;
-};
-__device__ __forceinline__ Best better(Best a, Best b) {
-  return b.v > a.v || (b.v == a.v && b.i < a.i) ? b : a;
-}
-
 // Bin where a running count or mass reaches what a cut needs.
 struct Found {
   int ok;
@@ -147,22 +139,6 @@ __device__ __forceinline__ u64 warp_inclusive_scan(u64 v) {
     if (lane >= d) v += o;
   }
   return v;
-}
-
-__device__ __forceinline__ Best warp_best(Best b) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2)
-    b = better(b, {__shfl_xor_sync(0xffffffffu, b.v, off), __shfl_xor_sync(0xffffffffu, b.i, off)});
-  return b;
-}
-
-__device__ Best block_best(Best b, Best* scratch) {
-  b = warp_best(b);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = b;
-  __syncthreads();
-  if (threadIdx.x == 0)
-    for (int w = 1; w < kWarps; ++w) b = better(b, scratch[w]);
-  return b;  // valid in thread 0
 }
 
 // Exclusive prefix of v over the CTA's threads in order; *total gets the sum.
@@ -404,7 +380,7 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sam
     x[i] = v;
     best = better(best, {v, begin + i});
   }
-  best = block_best(best, sh.best_scratch);
+  best = block_best<kWarps>(best, sh.best_scratch);
   if (t == 0) sh.best_part = best;
   cluster.sync();
   if (t < 32) {  // one warp gathers the cluster's partial results, the CTA reads them locally

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/decode_test_util.h"
+#include "backends/cuda/handles.h"
 #include "backends/op_table/inputs.h"
 #include "core/error.h"
 
@@ -149,14 +150,14 @@ TEST_P(CudaDecodeAttentionTyped, GraphReplayGivesWhatFreshLaunchesGive) {
   fresh.poison_from(prefill);
   AttentionRunner runner(s, max_ctx, 1235);
   DeviceBuffer<float> fresh_out(runner.out.size());
-  cudaStream_t stream;
-  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
+  Stream stream;
+  FSVD_CUDA_CHECK(cudaStreamCreate(stream.put()));
+  Graph graph;
+  GraphExec exec;
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   runner.launch(graphed, stream, true, runner.workspace.data(), runner.out.data());
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
 
   for (int step = 0; step < steps; ++step) {
     const int pos = prefill + step;
@@ -180,9 +181,6 @@ TEST_P(CudaDecodeAttentionTyped, GraphReplayGivesWhatFreshLaunchesGive) {
     EXPECT_TRUE(testutil::same_written_values(graphed.v.download(row, graphed.kv_dim),
                                               fresh.v.download(row, fresh.kv_dim))) << what;
   }
-  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
-  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 INSTANTIATE_TEST_SUITE_P(Caches, CudaDecodeAttentionTyped,

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the tests of the decode-step CUDA ops.
+// Helpers shared by the tests of the CUDA ops.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_buffer.h"
+#include "backends/cuda/kv_cache.h"
 #include "core/dtype.h"
 
 namespace fsvd::cuda::testutil {
@@ -57,6 +59,36 @@ inline std::vector<uint16_t> round_to_bf16(std::vector<float>& values) {
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
   return bits;
+}
+
+// bf16 bits as fp32 values.
+inline std::vector<float> to_float(const std::vector<uint16_t>& bits) {
+  std::vector<float> f(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) f[i] = bf16_to_f32(bits[i]);
+  return f;
+}
+
+template <typename T>
+DeviceBuffer<T> to_device(const std::vector<T>& v) {
+  DeviceBuffer<T> d(v.size());
+  d.upload(v);
+  return d;
+}
+
+// A poisoned bf16 KV cache of max_ctx rows on the device.
+struct DeviceCache {
+  DeviceBuffer<uint16_t> k, v;
+  int max_ctx;
+  DeviceCache(const HeadShape& s, int ctx)
+      : k(size_t(ctx) * s.n_kv_heads * s.head_dim), v(k.size()), max_ctx(ctx) {
+    poison(k), poison(v);
+  }
+  KvCacheLayer layer() { return {k.data(), v.data(), max_ctx}; }
+};
+
+inline std::string describe(const HeadShape& s, int pos, int n) {
+  return "heads " + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) + " hd " +
+         std::to_string(s.head_dim) + " pos " + std::to_string(pos) + " n " + std::to_string(n);
 }
 
 inline const __nv_bfloat16* as_bf16(const DeviceBuffer<uint16_t>& b) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cuda/decode_test_util.h"
+#include "backends/cuda/handles.h"
 #include "backends/op_table/compare.h"
 #include "backends/op_table/inputs.h"
 #include "testing/fails_with.h"
@@ -41,25 +42,19 @@ TEST(CudaGemm, FirstCallDuringGraphCaptureIsCapturedNotTimed) {
       x(optable::random_values(n * in, 8), ElementType::BF16), captured(n * out, ElementType::F32),
       direct(n * out, ElementType::F32);
   const DeviceMatrix wm{w.data(), out, in, in, ElementType::BF16};
-  cudaStream_t stream = nullptr;
-  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
-  {
-    Gemm gemm(stream);
-    cudaGraph_t graph = nullptr;
-    FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    gemm.run(wm, x.data(), in, n, captured.data(), out, ElementType::F32);
-    FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec = nullptr;
-    FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    Gemm timed(stream);
-    timed.run(wm, x.data(), in, n, direct.data(), out, ElementType::F32);
-    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
-  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+  Stream stream;
+  FSVD_CUDA_CHECK(cudaStreamCreate(stream.put()));
+  Gemm gemm(stream);
+  Graph graph;
+  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  gemm.run(wm, x.data(), in, n, captured.data(), out, ElementType::F32);
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
+  GraphExec exec;
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
+  FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  Gemm timed(stream);
+  timed.run(wm, x.data(), in, n, direct.data(), out, ElementType::F32);
+  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
   const std::vector<float> want = direct.download();
   ASSERT_TRUE(testutil::same_written_values(want, want));  // every value written
   const std::string error = optable::compare(

@@ -1,24 +1,22 @@
 // What the op table (backends/op_table) does not check of the GEMVs: split-K
 // results bitwise the same across launches and graph replays, early weights
 // (PDL) waiting for the previous kernel's output, grouped launches giving
-// what separate launches give, the layouts refused, and the launch plans
-// (without a GPU).
+// what separate launches give, and the layouts refused.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/gemv.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "backends/cuda/decode_test_util.h"
+#include "backends/cuda/gemv_test_util.h"
+#include "backends/cuda/handles.h"
 #include "backends/op_table/compare.h"
 #include "backends/op_table/inputs.h"
 #include "core/error.h"
@@ -28,15 +26,10 @@ namespace {
 
 using optable::DeviceArray;
 using optable::random_values;
-
-const ElementType kTypes[] = {ElementType::BF16, ElementType::F32};
-
-std::string type_name(ElementType t) { return t == ElementType::F32 ? "fp32" : "bf16"; }
-
-std::string describe(GemvConfig c) {
-  return "warps " + std::to_string(c.warps) + " splits " + std::to_string(c.splits) + " rows/warp " +
-         std::to_string(c.rows_per_warp) + (c.early_weights ? " early" : "");
-}
+using testutil::describe;
+using testutil::kConfigs;
+using testutil::kTypes;
+using testutil::type_name;
 
 // Random weights [rows, cols] of `type` on the device, rows padded (NaN) to
 // the GEMV layout contract.
@@ -73,28 +66,21 @@ class CudaGemv : public ::testing::Test {
 // The tests that run a GEMV, for each weight type.
 class CudaGemvTyped : public CudaGemv, public ::testing::WithParamInterface<ElementType> {};
 
-// Automatic choice, no split, an odd split with few warps, the most splits,
-// and the 2-rows-per-warp instance split and not.
-const GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1, false, 2}, {6, 3, false, 2}};
-
-// A graph of `work` captured on a new stream; run(graph) replays it.
+// A graph of `work` captured on a new stream; check(stream, replay) runs it.
 template <typename Work, typename Check>
 void with_graph(Work work, Check check) {
-  cudaStream_t stream = nullptr;
-  FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
+  Stream stream;
+  FSVD_CUDA_CHECK(cudaStreamCreate(stream.put()));
+  Graph graph;
+  GraphExec exec;
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  work(stream);
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  check(stream, [&] {
+  work(stream.get());
+  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
+  FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
+  check(stream.get(), [&] {
     FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
   });
-  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
-  FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 // `chain` (stream, early weights) launched with early weights on a stream and
@@ -176,16 +162,11 @@ struct TestGroups {
     }
   }
   int count() const { return static_cast<int>(w.size()); }
-  // The groups reading x (packed, fp32 or bf16) and writing y.
+  // The groups reading slices of x (packed fp32) and writing y.
   std::vector<GemvGroup> groups(const DeviceArray& x, std::vector<DeviceBuffer<float>>& y) const {
     std::vector<GemvGroup> g;
-    for (int i = 0; i < count(); ++i) {
-      auto* xi = static_cast<uint8_t*>(x.data()) + offset[i] * element_bytes(x.type());
-      g.push_back({w[i].m,
-                   x.type() == ElementType::BF16 ? DeviceVec::bf16_values(reinterpret_cast<__nv_bfloat16*>(xi))
-                                                 : DeviceVec::f32(reinterpret_cast<float*>(xi)),
-                   y[i].data()});
-    }
+    for (int i = 0; i < count(); ++i)
+      g.push_back({w[i].m, DeviceVec::f32(static_cast<float*>(x.data()) + offset[i]), y[i].data()});
     return g;
   }
   std::vector<DeviceBuffer<float>> outputs() const {
@@ -218,21 +199,20 @@ TEST_P(CudaGemvTyped, GroupedGivesWhatSeparateLaunchesGive) {
   uint64_t seed = 500;
   for (const auto& shapes : sets) {
     const TestGroups set(shapes, seed += 10, type);
-    for (ElementType x_type : {ElementType::F32, ElementType::BF16}) {
-      const DeviceArray x(random_values(set.packed, ++seed), x_type);
-      for (GemvConfig cfg : kConfigs) {
-        for (bool early : {false, true}) {
-          cfg.early_weights = early;
-          SCOPED_TRACE(describe(shapes) + "x " + type_name(x_type) + " " + describe(cfg));
-          std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
-          const std::vector<GemvGroup> groups = set.groups(x, y);
-          gemv_grouped(groups.data(), set.count(), nullptr, cfg);
-          for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
-          const bool same_shape = cfg.splits > 0 || set.count() == 1;
-          for (int i = 0; i < set.count(); ++i) {
-            const std::vector<float> out = y[i].download(), ref = alone[i].download();
-            EXPECT_TRUE(same_shape ? testutil::same_written_values(out, ref) : close(out, ref, shapes[i][1])) << "group " << i;
-          }
+    const DeviceArray x(random_values(set.packed, ++seed), ElementType::F32);
+    for (GemvConfig cfg : kConfigs) {
+      for (bool early : {false, true}) {
+        cfg.early_weights = early;
+        SCOPED_TRACE(describe(shapes) + describe(cfg) + (early ? " early" : ""));
+        std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
+        const std::vector<GemvGroup> groups = set.groups(x, y);
+        gemv_grouped(groups.data(), set.count(), nullptr, cfg);
+        for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
+        const bool same_shape = cfg.splits > 0 || set.count() == 1;
+        for (int i = 0; i < set.count(); ++i) {
+          const std::vector<float> out = y[i].download(), ref = alone[i].download();
+          EXPECT_TRUE(same_shape ? testutil::same_written_values(out, ref) : close(out, ref, shapes[i][1]))
+              << "group " << i;
         }
       }
     }
@@ -325,8 +305,8 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   expect_error(grouped({}), "0 groups");
   expect_error(grouped({good, good, good, good, good}), "5 groups");
   expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, y.data()}}), "another type");
-  expect_error(grouped({good, {ok, DeviceVec::bf16_values(base), y.data()}}), "one kind");
   const DeviceVec silu = DeviceVec::silu_mul(x.data(), x.data());
+  expect_error(grouped({good, {ok, silu, y.data()}}), "one kind");
   expect_error(grouped({{ok, silu, y.data()}, {ok, silu, y.data()}}), "for single GEMVs");
   expect_error(grouped({good, {{base, 4, 16, 12}, xv, y.data()}}), "group 1: row stride 12");
   expect_error(grouped({good, good, {ok, xv, nullptr}}), "group 2: null output");
@@ -334,102 +314,6 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   expect_error(grouped({{{base + 1, 4, 16, 16}, xv, y.data()}, good}), "16-byte aligned");
   expect_error(grouped({good, good}, {9, 0}), "warps");
   expect_error([&] { plan_gemv_grouped(&good, 0, {}, 132); }, "0 groups");
-}
-
-// Launch-shape invariants, checked without a GPU.
-TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
-  for (ElementType type : kTypes) {
-    for (int64_t rows : {1, 14, 258, 2000, 22016})
-      for (int64_t cols : {1, 8, 9, 1491, 4096, 11008, 32768})
-        for (GemvConfig cfg : kConfigs) {
-          const GemvPlan p = plan_gemv(rows, cols, cfg, 132, type);
-          SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
-                       std::to_string(cols) + " " + describe(cfg));
-          if (cfg.rows_per_warp > 0) {
-            EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
-          }
-          EXPECT_GE(int64_t{p.tiles} * p.warps * p.rows_per_warp, rows);
-          EXPECT_LT(int64_t{p.tiles - 1} * p.warps * p.rows_per_warp, rows);
-          EXPECT_GE(int64_t{p.splits} * p.chunk_cols, cols);
-          EXPECT_LT(int64_t{p.splits - 1} * p.chunk_cols, cols);
-          EXPECT_LE(p.chunk_cols, 4096);
-          EXPECT_EQ(p.chunk_cols % values_per_16_bytes(type), 0);
-          // Never more slices than asked, unless the shared-memory cap forces them.
-          if (cfg.splits > 0) {
-            EXPECT_LE(p.splits, std::max<int64_t>(cfg.splits, (cols + 4095) / 4096));
-          }
-        }
-  }
-  // Few rows, many columns: the launcher splits so every SM gets work, in
-  // slices of whole 512-byte warp steps.
-  for (ElementType type : kTypes) {
-    const GemvPlan narrow = plan_gemv(1024, 4096, {}, 132, type);
-    EXPECT_GT(narrow.splits, 1);
-    EXPECT_GE(narrow.tiles * narrow.splits, 132);
-    EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
-  }
-}
-
-// The automatic shapes of the LLaMA-7B decode launches (dense, keep 0.5 and 0.4; one of Llama-3-8B)
-// with early_weights, as measured fastest in the decode chain on H200.
-TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
-  const GemvConfig pdl{0, 0, true};
-  auto plan = [&](int64_t rows, int64_t cols, GemvFusion fusion) {
-    const GemvPlan p = plan_gemv(rows, cols, pdl, 132, ElementType::BF16, fusion);
-    return std::make_tuple(p.rows_per_warp, p.warps, p.splits);
-  };
-  using F = GemvFusion;
-  EXPECT_EQ(plan(3072, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.5 q|k|v first
-  EXPECT_EQ(plan(1024, 4096, F::None), std::make_tuple(4, 8, 8));      // o first
-  EXPECT_EQ(plan(4096, 1024, F::None), std::make_tuple(4, 8, 2));      // o second
-  EXPECT_EQ(plan(1492, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // down first
-  EXPECT_EQ(plan(4096, 1492, F::None), std::make_tuple(4, 8, 2));      // down second
-  EXPECT_EQ(plan(2472, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 q|k|v first (not 6 slices)
-  EXPECT_EQ(plan(2400, 4096, F::RmsNorm), std::make_tuple(4, 8, 4));   // keep 0.4 gate|up first
-  EXPECT_EQ(plan(4096, 819, F::None), std::make_tuple(2, 8, 1));       // keep 0.4 o second (256 CTAs, not 128)
-  EXPECT_EQ(plan(4096, 1592, F::None), std::make_tuple(4, 8, 3));      // Llama-3-8B keep 0.5 down second
-  EXPECT_EQ(plan(12288, 4096, F::RmsNorm), std::make_tuple(4, 8, 1));  // dense q|k|v
-  EXPECT_EQ(plan(4096, 4096, F::None), std::make_tuple(2, 8, 2));      // dense o
-  EXPECT_EQ(plan(22016, 4096, F::RmsNorm), std::make_tuple(4, 8, 2));  // dense gate|up
-  EXPECT_EQ(plan(4096, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // dense down
-  const GemvGroup up{{nullptr, 11008, 1492, 1496}, {}, nullptr};
-  const GemvGroup gate_up[] = {up, up};
-  const GemvPlan g = plan_gemv_grouped(gate_up, 2, pdl, 132);  // gate, up second factors
-  EXPECT_EQ(std::make_tuple(g.rows_per_warp, g.splits), std::make_tuple(2, 1));
-  // At keep 0.7 (rank 2089) their rows pass 4 KB: still unsplit (2 slices cost ~0.18 ms a token).
-  const GemvGroup up7{{nullptr, 11008, 2089, 2096}, {}, nullptr};
-  const GemvGroup gate_up7[] = {up7, up7};
-  const GemvPlan g7 = plan_gemv_grouped(gate_up7, 2, pdl, 132);
-  EXPECT_EQ(std::make_tuple(g7.rows_per_warp, g7.splits), std::make_tuple(2, 1));
-}
-
-// A grouped launch of one product is planned like the single GEMV; more
-// products share the wave, and the cluster is as large as the widest needs.
-TEST(GemvPlan, GroupedPlanCountsAllGroupsTiles) {
-  auto group = [](int64_t rows, int64_t cols, ElementType type) {
-    return GemvGroup{{nullptr, rows, cols, cols, type}, {}, nullptr};
-  };
-  for (ElementType type : kTypes)
-    for (int64_t rows : {2, 258, 4096})
-      for (int64_t cols : {1, 1491, 4096, 32768})
-        for (GemvConfig cfg : kConfigs) {
-          const GemvGroup one = group(rows, cols, type);
-          const GemvPlan a = plan_gemv(rows, cols, cfg, 132, type), b = plan_gemv_grouped(&one, 1, cfg, 132);
-          EXPECT_EQ(std::make_tuple(a.warps, a.splits, a.chunk_cols, a.tiles),
-                    std::make_tuple(b.warps, b.splits, b.chunk_cols, b.tiles));
-        }
-  // LLaMA-7B q, k, v second factors: 3 x 128 tiles of 8 warps fill one wave unsplit.
-  const GemvGroup qkv[] = {group(4096, 1024, ElementType::BF16), group(4096, 1024, ElementType::BF16),
-                           group(4096, 1024, ElementType::BF16)};
-  const GemvPlan p = plan_gemv_grouped(qkv, 3, {}, 132);
-  EXPECT_EQ(p.rows_per_warp, 4);
-  EXPECT_EQ(p.tiles, 384);
-  EXPECT_EQ(p.splits, 1);
-  // 11008 columns need 3 slices of <= 4096; the 8-column product gets one and idles the rest.
-  const GemvGroup wide[] = {group(129, 11008, ElementType::BF16), group(7, 8, ElementType::BF16)};
-  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1, false, 4}, 132);
-  EXPECT_EQ(w.splits, 3);
-  EXPECT_EQ(w.tiles, 5 + 1);
 }
 
 }  // namespace

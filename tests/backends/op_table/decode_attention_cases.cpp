@@ -26,8 +26,7 @@ class DecodeAttention final : public OpCase {
  public:
   DecodeAttention(ElementType type, HeadShape s, int max_ctx, int len, bool pdl, std::string model)
       : OpCase("decode_attention",
-               type_name(type) + " heads=" + to_string(s.n_heads) + "/" + to_string(s.n_kv_heads) + " hd=" +
-                   to_string(s.head_dim) + " ctx=" + to_string(max_ctx) + " len=" + to_string(len) +
+               type_name(type) + " " + describe(s) + " ctx=" + to_string(max_ctx) + " len=" + to_string(len) +
                    (pdl ? " pdl" : "") + (model.empty() ? "" : " " + model),
                !model.empty()),
         type_(type), s_(s), max_ctx_(max_ctx), pos_(len - 1), pdl_(pdl),
@@ -116,9 +115,11 @@ void add_decode_attention_cases(Table& t) {
     t.push_back(std::make_unique<DecodeAttention>(ElementType::F32, HeadShape{12, 4, 64}, 300, len, false, ""));
   // LLaMA-7B (MHA) and Llama-3-8B (GQA 4) decode steps, as the executor launches them.
   for (int len : {512, 4096})
-    t.push_back(std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 32, 128}, 4096, len, true, "llama-7b"));
+    t.push_back(
+        std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 32, 128}, 4096, len, true, "llama-7b"));
   for (int len : {1024, 8192})
-    t.push_back(std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 8, 128}, 8192, len, true, "llama-3-8b"));
+    t.push_back(
+        std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 8, 128}, 8192, len, true, "llama-3-8b"));
 }
 
 }  // namespace fsvd::optable

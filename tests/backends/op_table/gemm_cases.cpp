@@ -171,7 +171,8 @@ void add_gemm_cases(Table& t) {
   struct Shape {
     int64_t out, in, n;
   };
-  for (const Shape& s : {Shape{1, 1, 1}, Shape{37, 91, 5}, Shape{300, 129, 64}, Shape{64, 1491, 17}, Shape{72, 96, 1100}}) {
+  for (const Shape& s :
+       {Shape{1, 1, 1}, Shape{37, 91, 5}, Shape{300, 129, 64}, Shape{64, 1491, 17}, Shape{72, 96, 1100}}) {
     for (ElementType type : {kBf16, kF32})
       for (bool accumulate : {false, true})
         t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, kF32}, accumulate, ""));
@@ -191,7 +192,8 @@ void add_gemm_cases(Table& t) {
   t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, n, kF32}, false, "llama-7b keep0.5 q second"));
   t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, n, kF32}, true, "llama-7b keep0.5 o second"));
   t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 1492, 11008, n, kBf16}, false, "llama-7b keep0.5 down first"));
-  t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, 11008, 1496, n, kBf16}, 2, "llama-7b keep0.5 gate,up second"));
+  t.push_back(
+      std::make_unique<GemmBatched>(Problem{kBf16, 11008, 1496, n, kBf16}, 2, "llama-7b keep0.5 gate,up second"));
   t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 12288, 4096, n, kF32}, false, "llama-7b dense q|k|v"));
   t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 11008, n, kF32}, true, "llama-7b dense down"));
 }

@@ -1,10 +1,8 @@
-// Cases of the decode GEMVs: every input kind (fp32, bf16, SiLU(gate)·up)
-// with and without the residual add, the RMSNorm-fused form, and grouped
+// Cases of the decode GEMVs: both input kinds (fp32, SiLU(gate)·up) with and
+// without the residual add, the RMSNorm-fused form, and grouped
 // launches, for bf16 and fp32 weights (row padding NaN), under launch shapes
 // from automatic to the most slices, with and without early weights (PDL).
 // The reference is cpu::matmul_nt on the values the device holds.
-#include <cuda_bf16.h>
-
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +13,7 @@
 #include "backends/cpu/linear_ops.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/gemv_test_util.h"
 #include "backends/op_table/families.h"
 #include "backends/op_table/inputs.h"
 #include "core/tensor.h"
@@ -26,7 +25,7 @@ using cuda::DeviceVec;
 using cuda::GemvConfig;
 using std::to_string;
 
-enum class Input { F32, BF16, SiluMul };
+enum class Input { F32, SiluMul };
 enum class Fusion { None, Residual, RmsNorm };
 
 constexpr float kEps = 1e-5f;
@@ -82,7 +81,7 @@ class Gemv final : public OpCase {
         type_(type), rows_(rows), cols_(cols), input_(input), fusion_(fusion), cfg_(cfg) {}
 
   std::vector<Expected> reference() const override {
-    const std::vector<float> in = as_stored(first(), input_ == Input::BF16 ? ElementType::BF16 : ElementType::F32);
+    const std::vector<float> in = first();
     std::vector<float> x = in;
     if (input_ == Input::SiluMul) cpu::silu_mul(in.data(), second().data(), cols_, x.data());
     if (fusion_ == Fusion::RmsNorm) cpu::rmsnorm(in.data(), second().data(), 1, cols_, kEps, x.data());
@@ -94,25 +93,22 @@ class Gemv final : public OpCase {
 
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
-      DeviceArray w, x;
-      DeviceBuffer<float> second, y;  // second: SiLU's up or the norm's gain
+      DeviceArray w;
+      DeviceBuffer<float> x, second, y;  // x: x or SiLU's gate; second: SiLU's up or the norm's gain
     };
-    const bool bf16_x = input_ == Input::BF16;
     const cuda::DeviceMatrix shape{nullptr, rows_, cols_, stride(cols_, type_), type_};
     return device_op(
         State{upload_weights(weights(rows_, cols_, 61, type_), rows_, cols_, type_),
-              DeviceArray(first(), bf16_x ? ElementType::BF16 : ElementType::F32),
+              to_device(first()),
               input_ == Input::F32 && fusion_ != Fusion::RmsNorm ? DeviceBuffer<float>() : to_device(second()),
               to_device(start())},
         [shape, input = input_, fusion = fusion_, cfg = cfg_](State& s, cudaStream_t stream) {
           cuda::DeviceMatrix w = shape;
           w.data = s.w.data();
-          auto* x = static_cast<float*>(s.x.data());
-          const DeviceVec v = input == Input::BF16      ? DeviceVec::bf16_values(static_cast<__nv_bfloat16*>(s.x.data()))
-                              : input == Input::SiluMul ? DeviceVec::silu_mul(x, s.second.data())
-                                                        : DeviceVec::f32(x);
+          const DeviceVec v =
+              input == Input::SiluMul ? DeviceVec::silu_mul(s.x.data(), s.second.data()) : DeviceVec::f32(s.x.data());
           if (fusion == Fusion::RmsNorm)
-            cuda::rmsnorm_gemv(w, x, s.second.data(), kEps, s.y.data(), stream, cfg);
+            cuda::rmsnorm_gemv(w, s.x.data(), s.second.data(), kEps, s.y.data(), stream, cfg);
           else if (fusion == Fusion::Residual)
             cuda::gemv_residual(w, v, s.y.data(), stream, cfg);
           else
@@ -122,7 +118,7 @@ class Gemv final : public OpCase {
   }
 
   Cost cost() const override {
-    const double x_bytes = input_ == Input::BF16 ? 2 : input_ == Input::F32 && fusion_ != Fusion::RmsNorm ? 4 : 8;
+    const double x_bytes = input_ == Input::F32 && fusion_ != Fusion::RmsNorm ? 4 : 8;
     const double y_bytes = fusion_ == Fusion::Residual ? 8 : 4;
     return {double(rows_ * cols_ * element_bytes(type_)) + cols_ * x_bytes + rows_ * y_bytes,
             2.0 * rows_ * cols_};
@@ -132,7 +128,7 @@ class Gemv final : public OpCase {
   static std::string op_name(Fusion f) {
     return f == Fusion::RmsNorm ? "rmsnorm_gemv" : f == Fusion::Residual ? "gemv_residual" : "gemv";
   }
-  static std::string input_name(Input i) { return i == Input::F32 ? "f32" : i == Input::BF16 ? "bf16" : "silu_mul"; }
+  static std::string input_name(Input i) { return i == Input::F32 ? "f32" : "silu_mul"; }
   // x, or SiLU's gate; then SiLU's up or the norm's gain (around 1).
   std::vector<float> first() const { return random_values(cols_, 62); }
   std::vector<float> second() const {
@@ -143,7 +139,8 @@ class Gemv final : public OpCase {
   }
   // y before the launch: the residual, or NaN (every row must be written).
   std::vector<float> start() const {
-    return fusion_ == Fusion::Residual ? random_values(rows_, 64) : std::vector<float>(rows_, std::numeric_limits<float>::quiet_NaN());
+    return fusion_ == Fusion::Residual ? random_values(rows_, 64)
+                                       : std::vector<float>(rows_, std::numeric_limits<float>::quiet_NaN());
   }
   ElementType type_;
   int64_t rows_, cols_;
@@ -164,16 +161,16 @@ std::string describe(const Shapes& shapes) {
 // vector (the q, k, v or gate, up second factors' rank-space input).
 class GemvGrouped final : public OpCase {
  public:
-  GemvGrouped(ElementType type, Shapes shapes, bool bf16_x, GemvConfig cfg, std::string model)
-      : OpCase("gemv_grouped", type_name(type) + " " + describe(shapes) + " x=" + (bf16_x ? "bf16 " : "f32 ") +
-                                   describe(cfg) + (model.empty() ? "" : " " + model),
+  GemvGrouped(ElementType type, Shapes shapes, GemvConfig cfg, std::string model)
+      : OpCase("gemv_grouped",
+               type_name(type) + " " + describe(shapes) + " " + describe(cfg) + (model.empty() ? "" : " " + model),
                !model.empty()),
-        type_(type), shapes_(std::move(shapes)), x_type_(bf16_x ? ElementType::BF16 : ElementType::F32), cfg_(cfg) {
+        type_(type), shapes_(std::move(shapes)), cfg_(cfg) {
     for (const auto& [rows, cols] : shapes_) packed_ += cols;
   }
 
   std::vector<Expected> reference() const override {
-    const std::vector<float> x = as_stored(input(), x_type_);
+    const std::vector<float> x = input();
     std::vector<Expected> out;
     int64_t offset = 0;
     for (size_t g = 0; g < shapes_.size(); ++g) {
@@ -188,21 +185,18 @@ class GemvGrouped final : public OpCase {
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
       std::vector<DeviceArray> w;
-      DeviceArray x;
+      DeviceBuffer<float> x;
       std::vector<DeviceBuffer<float>> y;
       std::vector<cuda::GemvGroup> groups;  // pointing into the buffers above
     };
-    State state{{}, DeviceArray(input(), x_type_), {}, {}};
+    State state{{}, to_device(input()), {}, {}};
     int64_t offset = 0;
     for (size_t g = 0; g < shapes_.size(); ++g) {
       const auto [rows, cols] = shapes_[g];
       state.w.push_back(upload_weights(weights(rows, cols, 70 + g, type_), rows, cols, type_));
       state.y.push_back(poisoned<float>(rows));
-      auto* x = static_cast<uint8_t*>(state.x.data()) + offset * element_bytes(x_type_);
       state.groups.push_back({{state.w.back().data(), rows, cols, stride(cols, type_), type_},
-                              x_type_ == ElementType::BF16 ? DeviceVec::bf16_values(reinterpret_cast<__nv_bfloat16*>(x))
-                                                           : DeviceVec::f32(reinterpret_cast<float*>(x)),
-                              state.y.back().data()});
+                              DeviceVec::f32(state.x.data() + offset), state.y.back().data()});
       offset += cols;
     }
     return device_op(
@@ -218,7 +212,7 @@ class GemvGrouped final : public OpCase {
   }
 
   Cost cost() const override {
-    double bytes = packed_ * element_bytes(x_type_), flops = 0;
+    double bytes = packed_ * 4.0, flops = 0;
     for (const auto& [rows, cols] : shapes_) {
       bytes += double(rows * cols * element_bytes(type_)) + rows * 4;
       flops += 2.0 * rows * cols;
@@ -230,7 +224,6 @@ class GemvGrouped final : public OpCase {
   std::vector<float> input() const { return random_values(packed_, 69); }
   ElementType type_;
   Shapes shapes_;
-  ElementType x_type_;
   GemvConfig cfg_;
   int64_t packed_ = 0;
 };
@@ -238,17 +231,17 @@ class GemvGrouped final : public OpCase {
 }  // namespace
 
 void add_gemv_cases(Table& t) {
-  // Automatic, unsplit, an odd split with few warps, the most slices, 2-row
-  // warps split and not; single products also automatic with early weights,
-  // grouped ones every shape with and without.
-  const GemvConfig launches[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1, false, 2}, {6, 3, false, 2}};
+  // The GEMV tests' launch shapes (automatic to the most slices); single
+  // products also automatic with early weights, grouped ones every shape
+  // with and without.
+  const auto& launches = cuda::testutil::kConfigs;
   std::vector<GemvConfig> configs(std::begin(launches), std::end(launches));
   configs.push_back({0, 0, true});
   const ElementType types[] = {ElementType::BF16, ElementType::F32};
   for (ElementType type : types)
     for (int64_t rows : {1, 7, 129, 1000}) {
       for (int64_t cols : {1, 8, 1491, 4096, 11008})
-        for (Input input : {Input::F32, Input::BF16, Input::SiluMul})
+        for (Input input : {Input::F32, Input::SiluMul})
           for (Fusion fusion : {Fusion::None, Fusion::Residual})
             for (GemvConfig cfg : configs)
               t.push_back(std::make_unique<Gemv>(type, rows, cols, input, fusion, cfg, ""));
@@ -265,12 +258,11 @@ void add_gemv_cases(Table& t) {
                          {{129, 11008}, {7, 1491}, {1000, 8}, {1, 4096}}};
   for (ElementType type : types)
     for (const Shapes& set : sets)
-      for (bool bf16_x : {false, true})
-        for (GemvConfig cfg : launches)
-          for (bool early : {false, true}) {
-            cfg.early_weights = early;
-            t.push_back(std::make_unique<GemvGrouped>(type, set, bf16_x, cfg, ""));
-          }
+      for (GemvConfig cfg : launches)
+        for (bool early : {false, true}) {
+          cfg.early_weights = early;
+          t.push_back(std::make_unique<GemvGrouped>(type, set, cfg, ""));
+        }
 
   // The LLaMA-7B decode step's launches as the executor makes them (bf16,
   // automatic plans, early weights): keep 0.5 (ranks 1024 for attention, 1492
@@ -291,9 +283,9 @@ void add_gemv_cases(Table& t) {
   decode(22016, 4096, Input::F32, Fusion::RmsNorm, "llama-7b dense gate|up");
   decode(4096, 11008, Input::SiluMul, Fusion::Residual, "llama-7b dense down");
   decode(32000, 4096, Input::F32, Fusion::RmsNorm, "llama-7b lm_head");
-  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{4096, 1024}, {4096, 1024}, {4096, 1024}}, false, pdl,
+  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{4096, 1024}, {4096, 1024}, {4096, 1024}}, pdl,
                                             "llama-7b keep0.5 q,k,v second"));
-  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{11008, 1492}, {11008, 1492}}, false, pdl,
+  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{11008, 1492}, {11008, 1492}}, pdl,
                                             "llama-7b keep0.5 gate,up second"));
 }
 

@@ -28,9 +28,11 @@ std::vector<float> random_values(size_t n, uint64_t seed, float stddev) {
 
 std::vector<float> as_stored(std::vector<float> values, ElementType type) {
   if (type == ElementType::BF16)
-    for (float& v : values) v = bf16_to_f32(f32_to_bf16(v));
+    for (float& v : values) v = round_bf16(v);
   return values;
 }
+
+float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
 
 std::vector<float> with_stride(std::span<const float> values, int64_t rows, int64_t cols, int64_t ld) {
   std::vector<float> out(rows * ld, std::numeric_limits<float>::quiet_NaN());
@@ -63,6 +65,11 @@ Tolerance stored_tolerance(ElementType type, double rel, std::string why) {
 }
 
 std::string type_name(ElementType t) { return t == ElementType::F32 ? "f32" : "bf16"; }
+
+std::string describe(const cuda::HeadShape& s) {
+  return "heads=" + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
+         " hd=" + std::to_string(s.head_dim);
+}
 
 double sum_tolerance(int64_t terms) { return 0x1p-22 * std::sqrt(static_cast<double>(terms)) + 0x1p-22; }
 

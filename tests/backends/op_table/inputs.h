@@ -1,5 +1,7 @@
 #pragma once
 // Seeded inputs, device buffers and bounds the cases share.
+#include <cuda_bf16.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -7,6 +9,7 @@
 
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_matrix.h"
+#include "backends/cuda/kv_cache.h"
 #include "backends/op_table/op_case.h"
 
 namespace fsvd::optable {
@@ -20,12 +23,15 @@ std::vector<float> random_values(size_t n, uint64_t seed, float stddev = 1.0f);
 
 // The values a buffer of `type` holds: rounded to bf16 (nearest even), or as they are.
 std::vector<float> as_stored(std::vector<float> values, ElementType type);
+float round_bf16(float v);
 
 // [rows, cols] values laid out with row stride ld, the padding NaN (a kernel
 // that reads it shows).
 std::vector<float> with_stride(std::span<const float> values, int64_t rows, int64_t cols, int64_t ld);
 
 std::string type_name(ElementType t);
+// "heads=32/8 hd=128": query and kv heads, head size.
+std::string describe(const cuda::HeadShape& s);
 
 // The relative L2 bound for fp32 sums of `terms` products taken in different
 // orders on the two sides: each side's rounding error walks like sqrt(terms)
@@ -63,6 +69,7 @@ class DeviceArray {
   DeviceArray(std::span<const float> values, ElementType type);  // bf16: rounded to nearest even
   DeviceArray(size_t n, ElementType type);                        // every element NaN
   void* data() const { return bytes_.data(); }
+  __nv_bfloat16* bf16() const { return reinterpret_cast<__nv_bfloat16*>(bytes_.data()); }
   ElementType type() const { return type_; }
   // Elements [first, first + count) as fp32 (all of them by default).
   std::vector<float> download(size_t first = 0, size_t count = SIZE_MAX) const;

@@ -151,7 +151,8 @@ void add_lowrank_kv_cases(Table& t) {
   t.push_back(std::make_unique<LowRankRebuild>(mha, 1100, 1100, ""));
   // LLaMA-7B keep 0.5 (ranks 1024): a decode step rebuilds the whole context.
   for (int context : {1024, 4096})
-    t.push_back(std::make_unique<LowRankRebuild>(one_layer(32, 32, 128, 0.5, 0, context), context, context, "llama-7b keep0.5"));
+    t.push_back(std::make_unique<LowRankRebuild>(one_layer(32, 32, 128, 0.5, 0, context), context, context,
+                                                 "llama-7b keep0.5"));
 }
 
 }  // namespace fsvd::optable

@@ -26,15 +26,18 @@ OpCase::OpCase(std::string op, std::string params, bool timed)
 const Table& op_table() {
   static const Table table = [] {
     Table t;
-    add_small_op_cases(t);
-    add_row_op_cases(t);
+    add_embedding_cases(t);
+    add_norm_cases(t);
+    add_token_select_cases(t);
+    add_elementwise_cases(t);
+    add_kv_store_cases(t);
     add_sampling_cases(t);
     add_gemv_cases(t);
     add_gemm_cases(t);
     add_decode_attention_cases(t);
-    add_prefill_cases(t);
+    add_prefill_attention_cases(t);
     add_lowrank_kv_cases(t);
-    add_synthetic_cases(t);
+    add_synthetic_weights_cases(t);
     return t;
   }();
   return table;
@@ -42,13 +45,16 @@ const Table& op_table() {
 
 const std::vector<std::string>& cuda_ops() {
   static const std::vector<std::string> ops = {
-      "embedding_lookup", "rmsnorm", "argmax", "publish_token",                   // small_ops.h
-      "add_bias", "silu_mul", "store_row_bf16", "stage_bf16",                     // row_ops.h
-      "sample_token",                                                             // sampling.h
-      "gemv", "gemv_residual", "rmsnorm_gemv", "gemv_grouped",                    // gemv.h
-      "Gemm::run", "Gemm::run_batched",                                           // gemm.h
-      "decode_attention",                                                         // decode_attention.h
-      "rope_store_kv_rows", "prefill_attention",                                  // prefill_attention.h
+      "embedding_lookup",                                       // embedding.h
+      "rmsnorm",                                                // norm.h
+      "argmax", "publish_token",                                // token_select.h
+      "add_bias", "silu_mul", "stage_bf16",                     // elementwise.h
+      "store_row_bf16", "rope_store_kv_rows",                   // kv_store.h
+      "sample_token",                                           // sampling.h
+      "gemv", "gemv_residual", "rmsnorm_gemv", "gemv_grouped",  // gemv.h
+      "Gemm::run", "Gemm::run_batched",                         // gemm.h
+      "decode_attention",                                       // decode_attention.h
+      "prefill_attention",                                      // prefill_attention.h
       "LowRankKv::rebuild",  // lowrank_kv.h; its store_rows and store_token fill the cache it reads
       "fill_synthetic",      // synthetic_weights.h
   };

@@ -120,7 +120,8 @@ void add_sampling_cases(Table& t) {
     }
   // LLaMA-2's and Llama-3's vocabularies: greedy and the usual sampling settings.
   for (const auto& [n, model] : {std::pair<int64_t, const char*>{32000, "llama-2 vocab"}, {128256, "llama-3 vocab"}})
-    for (const SamplingParams& p : {SamplingParams{}, SamplingParams{0.8f, 40, 0.95f, 1}, SamplingParams{1.0f, 0, 0.9f, 2}})
+    for (const SamplingParams& p :
+         {SamplingParams{}, SamplingParams{0.8f, 40, 0.95f, 1}, SamplingParams{1.0f, 0, 0.9f, 2}})
       t.push_back(std::make_unique<SampleToken>(n, false, p, model));
 }
 

@@ -66,7 +66,7 @@ class FillSynthetic final : public OpCase {
 
 }  // namespace
 
-void add_synthetic_cases(Table& t) {
+void add_synthetic_weights_cases(Table& t) {
   t.push_back(std::make_unique<FillSynthetic>(ElementType::BF16, 7, 1491, 1496, false, ""));
   t.push_back(std::make_unique<FillSynthetic>(ElementType::F32, 129, 33, 40, false, ""));
   t.push_back(std::make_unique<FillSynthetic>(ElementType::F32, 1, 4097, 4097, true, ""));

@@ -1,8 +1,8 @@
-// What the op table (backends/op_table) does not check of the small ops:
-// argmax on NaN and infinities, and the arguments each op refuses.
+// What the op table (backends/op_table) does not check of argmax and
+// publish_token: argmax on NaN and infinities, and the arguments both refuse.
 #ifdef FLASHSVD_CUDA
 
-#include "backends/cuda/small_ops.h"
+#include "backends/cuda/token_select.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 namespace fsvd::cuda {
 namespace {
 
-TEST(CudaSmallOps, ArgmaxSkipsNaNAndHandlesInfinities) {
+TEST(CudaTokenSelect, ArgmaxSkipsNaNAndHandlesInfinities) {
   if (!testutil::have_gpu()) GTEST_SKIP() << "no CUDA device";
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
   const std::vector<std::vector<float>> cases = {
@@ -32,20 +32,11 @@ TEST(CudaSmallOps, ArgmaxSkipsNaNAndHandlesInfinities) {
   }
 }
 
-TEST(CudaSmallOpsArgs, RejectEmptyOrNullInputs) {
+TEST(CudaTokenSelectArgs, RejectEmptyOrNullInputs) {
   float* f = reinterpret_cast<float*>(uintptr_t{256});
   int32_t* i = reinterpret_cast<int32_t*>(uintptr_t{256});
   EXPECT_THROW(argmax(f, 0, i, nullptr), Error);
   EXPECT_THROW(argmax(nullptr, 10, i, nullptr), Error);
-  EXPECT_THROW(rmsnorm(f, f, 0, 10, 1e-5f, f, ElementType::F32, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({nullptr, 10, 10, 10}, i, 1, f, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({f, 10, 10, 10}, i, 0, f, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({f, 0, 10, 10}, i, 1, f, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({f, 10, 10, 9}, i, 1, f, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({f, 10, 10, 10}, i, 1, nullptr, nullptr), Error);
-  EXPECT_THROW(embedding_lookup({reinterpret_cast<char*>(f) + 2, 10, 10, 10, ElementType::F32}, i, 1, f,
-                                nullptr),
-               Error);
   EXPECT_THROW(publish_token(i, i, i, 1, nullptr), Error);  // a ring of one slot
   EXPECT_THROW(publish_token(nullptr, i, i, 3, nullptr), Error);
 }

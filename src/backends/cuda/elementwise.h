@@ -22,12 +22,6 @@ void add_bias(float* y, int64_t ld, const float* b, int64_t rows, int64_t cols, 
 void silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, ElementType in_type, int64_t rows,
               int64_t cols, void* out, ElementType out_type, cudaStream_t stream);
 
-// Row *d_pos of `rows` (bf16, row stride ld, max_rows rows) = x[0, cols)
-// rounded to bf16; nothing when *d_pos is outside [0, max_rows). The decode
-// step's append to a cache whose position lives in device memory. One launch.
-void store_row_bf16(const float* x, int64_t cols, const int* d_pos, int max_rows, __nv_bfloat16* rows, int64_t ld,
-                    cudaStream_t stream);
-
 // Column blocks of fp32 rows rounded to bf16 (nearest even) for a bf16 GEMM:
 // for each segment, x columns [src_col, src_col + cols) go to y columns
 // [dst_col, dst_col + cols), and y columns up to the next multiple of 8 are

@@ -1,6 +1,6 @@
 // Cases of the element-wise row ops around the GEMVs and GEMMs: add_bias,
-// silu_mul, store_row_bf16 and stage_bf16, on odd shapes (the scalar tails)
-// with row strides wider than the rows.
+// silu_mul and stage_bf16, on odd shapes (the scalar tails) with row strides
+// wider than the rows.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "backends/cpu/ops.h"
-#include "backends/cuda/row_ops.h"
+#include "backends/cuda/elementwise.h"
 #include "backends/op_table/families.h"
 #include "backends/op_table/inputs.h"
-#include "core/dtype.h"
 
 namespace fsvd::optable {
 namespace {
@@ -27,8 +26,6 @@ struct Rows {
 };
 // Odd widths take the scalar tails; 5x1000 (ld 1024) the 16-byte runs of every row.
 const Rows kOddRows[] = {{1, 1, 1}, {1, 4097, 4097}, {3, 77, 80}, {37, 333, 401}, {5, 1000, 1024}};
-
-float bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
 
 // y[r][c] += b[c] over the rows; the columns past cols keep their values.
 class AddBias final : public OpCase {
@@ -48,7 +45,9 @@ class AddBias final : public OpCase {
     };
     return device_op(
         State{to_device(start()), to_device(bias())},
-        [s = s_](State& st, cudaStream_t stream) { cuda::add_bias(st.y.data(), s.ld, st.b.data(), s.rows, s.cols, stream); },
+        [s = s_](State& st, cudaStream_t stream) {
+          cuda::add_bias(st.y.data(), s.ld, st.b.data(), s.rows, s.cols, stream);
+        },
         [](State& st, cudaStream_t) { return Outputs{st.y.download()}; });
   }
 
@@ -100,48 +99,6 @@ class SiluMul final : public OpCase {
   ElementType in_, out_;
 };
 
-// The decode step's append of x (rounded to bf16) as row pos of max_rows
-// rows of stride ld; nothing when pos is outside them.
-class StoreRowBf16 final : public OpCase {
- public:
-  StoreRowBf16(int64_t cols, int64_t ld, int max_rows, int pos, bool timed)
-      : OpCase("store_row_bf16",
-               "cols=" + to_string(cols) + " ld=" + to_string(ld) + " rows=" + to_string(max_rows) +
-                   " pos=" + to_string(pos),
-               timed),
-        cols_(cols), ld_(ld), max_rows_(max_rows), pos_(pos) {}
-
-  std::vector<Expected> reference() const override {
-    const std::vector<float> x = row();
-    std::vector<float> rows(max_rows_ * ld_, kNaN);
-    if (pos_ >= 0 && pos_ < max_rows_)
-      for (int64_t c = 0; c < cols_; ++c) rows[pos_ * ld_ + c] = bf16(x[c]);
-    return {{"rows", rows, exact("round to nearest even, written only in the row at the position")}};
-  }
-
-  std::unique_ptr<DeviceOp> upload(Device&) const override {
-    struct State {
-      DeviceBuffer<float> x;
-      DeviceBuffer<int> pos;
-      DeviceArray rows;
-    };
-    return device_op(
-        State{to_device(row()), to_device(std::vector<int>{pos_}), DeviceArray(max_rows_ * ld_, ElementType::BF16)},
-        [cols = cols_, ld = ld_, max_rows = max_rows_](State& s, cudaStream_t stream) {
-          cuda::store_row_bf16(s.x.data(), cols, s.pos.data(), max_rows, static_cast<__nv_bfloat16*>(s.rows.data()), ld,
-                               stream);
-        },
-        [](State& s, cudaStream_t) { return Outputs{s.rows.download()}; });
-  }
-
-  Cost cost() const override { return {double(cols_ * 6 + 4)}; }
-
- private:
-  std::vector<float> row() const { return random_values(cols_, 45); }
-  int64_t cols_, ld_;
-  int max_rows_, pos_;
-};
-
 // Column segments of fp32 rows rounded into bf16 rows, each segment's columns
 // up to the next multiple of 8 zeroed: one segment, or three odd ones placed
 // at 8-aligned offsets.
@@ -158,7 +115,7 @@ class StageBf16 final : public OpCase {
     for (int64_t r = 0; r < s_.rows; ++r)
       for (const cuda::StageSegment& g : segments_)
         for (int64_t c = 0; c < cuda::round_up8(g.cols); ++c)
-          y[r * ldy_ + g.dst_col + c] = c < g.cols ? bf16(x[r * s_.ld + g.src_col + c]) : 0.0f;
+          y[r * ldy_ + g.dst_col + c] = c < g.cols ? round_bf16(x[r * s_.ld + g.src_col + c]) : 0.0f;
     return {{"y", y, exact("round to nearest even; the padding to 8 columns zero")}};
   }
 
@@ -171,7 +128,7 @@ class StageBf16 final : public OpCase {
         State{to_device(input()), DeviceArray(s_.rows * ldy_, ElementType::BF16)},
         [s = s_, segments = segments_, ldy = ldy_](State& st, cudaStream_t stream) {
           cuda::stage_bf16(st.x.data(), s.ld, s.rows, segments.data(), static_cast<int>(segments.size()),
-                           static_cast<__nv_bfloat16*>(st.y.data()), ldy, stream);
+                           st.y.bf16(), ldy, stream);
         },
         [](State& st, cudaStream_t) { return Outputs{st.y.download()}; });
   }
@@ -197,7 +154,7 @@ class StageBf16 final : public OpCase {
 
 }  // namespace
 
-void add_row_op_cases(Table& t) {
+void add_elementwise_cases(Table& t) {
   const ElementType kF32 = ElementType::F32, kBf16 = ElementType::BF16;
   for (const Rows& s : kOddRows) {
     t.push_back(std::make_unique<AddBias>(s, false));
@@ -209,13 +166,9 @@ void add_row_op_cases(Table& t) {
         s, std::vector<cuda::StageSegment>{{0, a, 0}, {a, b, a8}, {a + b, s.cols - a - b, a8 + cuda::round_up8(b)}},
         false));
   }
-  for (int pos : {3, -1, 5}) t.push_back(std::make_unique<StoreRowBf16>(37, 40, 5, pos, false));
-  t.push_back(std::make_unique<StoreRowBf16>(1, 8, 2, 1, false));
-
   // LLaMA-7B: prefill's q bias of 512 rows and decode's; the MLP activation
   // of 512 prompt rows (bf16 from the batched gate/up GEMM, or fp32); keep
-  // 0.5's q|k|v ranks staged for their second factors; the low-rank KV
-  // cache's append of a rank-1024 row to 4096 positions.
+  // 0.5's q|k|v ranks staged for their second factors.
   t.push_back(std::make_unique<AddBias>(Rows{512, 4096, 4096}, true));
   t.push_back(std::make_unique<AddBias>(Rows{1, 4096, 4096}, true));
   t.push_back(std::make_unique<SiluMul>(Rows{512, 11008, 22016}, kBf16, kBf16, true));
@@ -223,7 +176,6 @@ void add_row_op_cases(Table& t) {
   t.push_back(std::make_unique<StageBf16>(
       Rows{512, 3072, 3072}, std::vector<cuda::StageSegment>{{0, 1024, 0}, {1024, 1024, 1024}, {2048, 1024, 2048}},
       true));
-  t.push_back(std::make_unique<StoreRowBf16>(1024, 1024, 4096, 1000, true));
 }
 
 }  // namespace fsvd::optable

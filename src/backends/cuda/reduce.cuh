@@ -1,0 +1,54 @@
+#pragma once
+// Warp and CTA reductions shared by the kernels: sums, and the argmax's
+// (value, index) maximum.
+#include <cuda_runtime.h>
+
+namespace fsvd::cuda {
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Sum over the CTA of `warps` warps, the same value in every thread;
+// `scratch` holds one T per warp.
+template <typename T>
+__device__ __forceinline__ T block_sum(T v, T* scratch, int warps) {
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  T total = 0;
+  for (int i = 0; i < warps; ++i) total += scratch[i];
+  return total;
+}
+
+struct Best {
+  float v;
+  int i;
+};
+// Larger value wins, the lower index on ties; NaN never compares better.
+__device__ __forceinline__ Best better(Best a, Best b) {
+  return b.v > a.v || (b.v == a.v && b.i < a.i) ? b : a;
+}
+
+__device__ __forceinline__ Best warp_best(Best b) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2)
+    b = better(b, {__shfl_xor_sync(0xffffffffu, b.v, off), __shfl_xor_sync(0xffffffffu, b.i, off)});
+  return b;
+}
+
+// The best of a CTA of kWarps warps, valid in thread 0; `scratch` holds kWarps.
+template <int kWarps>
+__device__ Best block_best(Best b, Best* scratch) {
+  b = warp_best(b);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = b;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kWarps; ++w) b = better(b, scratch[w]);
+  return b;
+}
+
+}  // namespace fsvd::cuda
