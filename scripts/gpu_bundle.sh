@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Packs the test binary and the CLI, or the kernel benches, with the shared
-# libraries they need (all but glibc and CUDA's, which the GPU machine has)
-# into <build dir>/gpu-bundle, so the GPU machine, which has no package
-# registry, can run them:
+# Packs the test binary and the CLI, or the kernel benches and op_perf (the op
+# table's timings), with the shared libraries they need (all but glibc and
+# CUDA's, which the GPU machine has) into <build dir>/gpu-bundle, so the GPU
+# machine, which has no package registry, can run them:
 #   here:            bash scripts/gpu_bundle.sh           (builds in $FLASHSVD_BUILD_DIR, default build/)
 #                    bash scripts/gpu_bundle.sh benches   (bench/kernels instead: the device copy is
 #                                                          size-limited, both together do not fit)
 #   on the GPU host: build/gpu-bundle/run-tests.sh        (runs the CUDA tests)
 #                    build/gpu-bundle/run-bench.sh gemv_bench [args]   (after `benches`: one bench)
+#                    build/gpu-bundle/run-bench.sh op_perf [--all] [--filter REGEX] [--json FILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-tests}
@@ -22,6 +23,7 @@ if [[ $what == tests ]]; then
 else
   mapfile -t bins < <(find "$dir/bench/kernels" -maxdepth 1 -type f -name '*_bench' | sort)
   ((${#bins[@]})) || { echo "no kernel benches in $dir/bench/kernels (built without CUDA?)" >&2; exit 1; }
+  bins+=("$dir/op_perf")
 fi
 cp "${bins[@]}" "$bundle/"
 (cd "$bundle" && strip "${bins[@]##*/}")  # the device copy is size-limited

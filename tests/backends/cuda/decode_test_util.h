@@ -1,9 +1,11 @@
 #pragma once
 // Helpers shared by the tests of the CUDA ops.
 #include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,7 +14,6 @@
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/kv_cache.h"
 #include "core/dtype.h"
-#include "model/config.h"
 
 namespace fsvd::cuda::testutil {
 
@@ -27,6 +28,16 @@ void poison(DeviceBuffer<T>& b) {
   FSVD_CUDA_CHECK(cudaMemset(b.data(), 0xff, b.bytes()));
 }
 constexpr uint16_t kPoisonBf16 = 0xffff;
+
+// Every value written (poison is NaN) and bit for bit `want`: what another
+// launch of a deterministic op gave.
+inline ::testing::AssertionResult same_written_values(const std::vector<float>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!std::isfinite(got[i])) return ::testing::AssertionFailure() << "element " << i << " is " << got[i];
+  if (got.size() != want.size() || std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0)
+    return ::testing::AssertionFailure() << "other values than the other launch's";
+  return ::testing::AssertionSuccess();
+}
 
 // ||out - ref|| / ||ref||, infinite when any output is not finite (unwritten).
 inline double relative_error(const float* out, const float* ref, size_t n) {
@@ -48,20 +59,6 @@ inline std::vector<uint16_t> round_to_bf16(std::vector<float>& values) {
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(bits[i] = f32_to_bf16(values[i]));
   return bits;
-}
-
-// RoPE frequencies for head_dim, plain or with Llama 3.1's scaling.
-inline std::vector<float> inv_freq_for(int head_dim, bool llama3) {
-  ModelConfig c;
-  c.head_dim = head_dim;
-  if (llama3) {
-    c.rope_theta = 500000.0f;
-    c.rope_scaling.type = "llama3";
-    c.rope_scaling.factor = 8.0f;
-  }
-  std::vector<float> f(head_dim / 2);
-  rope_inv_freq(c, f.data());
-  return f;
 }
 
 // bf16 bits as fp32 values.

@@ -1,6 +1,7 @@
-// cuda::sample_token against the CPU sampler: greedy and top-k 1 are its
-// argmax, the kept set is the one a full sort in double gives (odd vocabularies,
-// ties), draws follow the kept probabilities, and a step keys its draw.
+// What the op table (backends/op_table) does not check of cuda::sample_token:
+// ties at the cut keep the lowest ids, draws follow the kept probabilities, a
+// step and the seed key the draw (also in a captured graph), non-finite
+// logits, and the parameters it refuses.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/sampling.h"
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/decode_test_util.h"
+#include "backends/op_table/sampling_reference.h"
 #include "core/error.h"
 #include "runtime/sampler.h"
 #include "testing/random_model.h"
@@ -31,52 +33,6 @@ class CudaSampling : public ::testing::Test {
     if (!testutil::have_gpu()) GTEST_SKIP() << "no CUDA device";
   }
 };
-
-enum class Kept { kOut, kIn, kEither };
-
-// What the CPU sampler keeps, by a full sort in double (runtime/sampler.h, steps
-// 2-4), and the kept tokens' renormalised probabilities. kEither marks tokens
-// whose top-p running mass lies within rounding of the target: the device's fp32
-// weights err by about (|ln w| + a few) ulps each, so its cut may land either side.
-struct Reference {
-  std::vector<Kept> kept;
-  std::vector<double> prob;
-};
-
-Reference cpu_reference(const std::vector<float>& logits, const SamplingParams& c) {
-  const size_t n = logits.size();
-  const double max = *std::max_element(logits.begin(), logits.end());
-  std::vector<std::pair<double, int>> order;  // (weight, id), most probable first
-  for (size_t i = 0; i < n; ++i)
-    order.emplace_back(std::exp((logits[i] - max) / c.temperature), static_cast<int>(i));
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  });
-  auto fp32_error = [](double w) { return w > 0 ? w * (std::abs(std::log(w)) + 4) * 0x1p-22 : 0.0; };
-  const size_t k = c.top_k > 0 ? std::min<size_t>(c.top_k, n) : n;
-  double total = 0, total_error = 0;
-  for (size_t j = 0; j < k; ++j) {
-    total += order[j].first;
-    total_error += fp32_error(order[j].first);
-  }
-  const double target = c.top_p * total;
-  Reference ref{std::vector<Kept>(n, Kept::kOut), std::vector<double>(n, 0.0)};
-  double before = 0, before_error = 0, kept_mass = 0;  // of the more probable tokens
-  for (size_t j = 0; j < k; ++j) {
-    Kept& status = ref.kept[order[j].second];
-    const double slack = before_error + c.top_p * total_error + 1e-12 * total;
-    if (c.top_p >= 1.0f || j == 0 || before < target - slack)
-      status = Kept::kIn;
-    else if (before < target + slack)
-      status = Kept::kEither;
-    if (status == Kept::kIn) kept_mass += order[j].first;
-    before += order[j].first;
-    before_error += fp32_error(order[j].first);
-  }
-  for (const auto& [w, id] : order)
-    if (ref.kept[id] == Kept::kIn) ref.prob[id] = w / kept_mass;
-  return ref;
-}
 
 struct DeviceRow {
   explicit DeviceRow(const std::vector<float>& logits) : n(logits.size()), logits(n), kept(n) {
@@ -111,10 +67,6 @@ struct DeviceRow {
   }
 };
 
-int32_t cpu_argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
 // Gaussian logits; on a coarse grid when `ties`, so cuts often split equal logits.
 std::vector<float> random_logits(int64_t n, uint64_t seed, float stddev, bool ties) {
   std::vector<float> l = fsvd::testing::random_normal(n, seed, stddev);
@@ -123,32 +75,15 @@ std::vector<float> random_logits(int64_t n, uint64_t seed, float stddev, bool ti
   return l;
 }
 
-const int64_t kSizes[] = {1, 7, 1001, 32000, 128257};
-
-TEST_F(CudaSampling, GreedyAndTopKOneAreTheArgmax) {
-  uint64_t seed = 100;
-  for (int64_t n : kSizes) {
-    for (bool ties : {false, true}) {
-      const std::vector<float> l = random_logits(n, ++seed, 2.0f, ties);
-      DeviceRow row(l);
-      Sampler cpu({});
-      EXPECT_EQ(row.sample({}), cpu.sample(l)) << "greedy n " << n << " ties " << ties;
-      for (int step : {0, 1, 2})
-        EXPECT_EQ(row.sample({1.3f, 1, 1.0f, 5}, step), cpu_argmax(l)) << "top_k 1 n " << n;
-    }
-  }
-}
-
-// Compares the device's kept set with the CPU's; returns the tokens skipped as kEither.
-int expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const SamplingParams& c,
-                        const char* what) {
-  const Reference ref = cpu_reference(l, c);
+// Compares the device's kept set with the CPU's (tokens at a rounding-level
+// top-p tie skipped), and draws with it.
+void expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const SamplingParams& c, const char* what) {
+  const optable::KeptSet ref = optable::cpu_kept_set(l, c);
   const std::vector<uint8_t> got = row.kept_set(c);
-  int either = 0, mismatches = 0;
+  int mismatches = 0;
   for (int64_t i = 0; i < row.n; ++i) {
-    if (ref.kept[i] == Kept::kEither) {
-      ++either;
-    } else if (got[i] != (ref.kept[i] == Kept::kIn ? 1 : 0) && ++mismatches <= 3) {
+    if (ref.kept[i] != optable::Kept::kEither && got[i] != (ref.kept[i] == optable::Kept::kIn ? 1 : 0) &&
+        ++mismatches <= 3) {
       ADD_FAILURE() << what << " n " << row.n << " T " << c.temperature << " k " << c.top_k
                     << " p " << c.top_p << ": token " << i << " kept " << int{got[i]};
     }
@@ -157,30 +92,6 @@ int expect_cpu_kept_set(DeviceRow& row, const std::vector<float>& l, const Sampl
                            << c.top_k << " p " << c.top_p;
   for (int32_t t : row.draws(c, 0, 16))
     EXPECT_TRUE(t >= 0 && t < row.n && got[t] == 1) << what << " drew " << t << " n " << row.n;
-  return either;
-}
-
-TEST_F(CudaSampling, KeptSetMatchesTheCpuSampler) {
-  const SamplingParams configs[] = {
-      {1.0f, 0, 1.0f, 1},   {0.7f, 50, 1.0f, 2},   {1.0f, 0, 0.9f, 3},    {0.8f, 40, 0.95f, 4},
-      {1.5f, 1000, 0.5f, 5}, {0.5f, 0, 0.999f, 6}, {2.0f, 5000, 0.99f, 7}, {1.0f, 3, 0.6f, 8},
-      {1.0f, 2000, 1.0f, 9}, {0.3f, 0, 0.2f, 10}};
-  uint64_t seed = 200;
-  int either = 0, sets = 0;
-  for (int64_t n : kSizes) {
-    for (bool ties : {false, true}) {
-      const std::vector<float> l = random_logits(n, ++seed, 2.0f, ties);
-      DeviceRow row(l);
-      for (const SamplingParams& c : configs) {
-        either += expect_cpu_kept_set(row, l, c, ties ? "grid logits" : "gaussian logits");
-        ++sets;
-      }
-    }
-  }
-  // The rounding bound is loose (errors of many tokens rarely add up), so this
-  // only guards against the comparison skipping whole kept sets.
-  EXPECT_LT(either, 1000) << "tokens at a rounding-level tie of the top-p cut";
-  std::printf("kept sets: %d compared, %d tokens at a rounding-level top-p tie skipped\n", sets, either);
 }
 
 TEST_F(CudaSampling, TiesAtTheCutKeepTheLowestIds) {
@@ -226,7 +137,7 @@ TEST_F(CudaSampling, DrawsFollowTheKeptProbabilities) {
       {1.0f, 0, 0.75f, 15}, {1.0f, 3, 0.6f, 16}};
   constexpr int kDraws = 20000;
   for (const SamplingParams& c : configs) {
-    const Reference ref = cpu_reference(l, c);
+    const optable::KeptSet ref = optable::cpu_kept_set(l, c);
     std::vector<double> freq(l.size(), 0.0);
     for (int32_t t : row.draws(c, 1000, kDraws)) freq.at(t) += 1.0 / kDraws;
     double chi2 = 0, worst = 0;

@@ -1,0 +1,201 @@
+// Cases of the prefill GEMM (cuBLASLt): Y = X·Wᵀ for bf16 and fp32 operands,
+// written fp32 or bf16 or added to fp32 Y (the residual), with padded row
+// strides (the columns past a row's end keep their values), a chunk long
+// enough for the algorithm choice by timing, and the batched form prefill
+// runs the gate and up second factors with. The reference is cpu::matmul_nt.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/linear_ops.h"
+#include "backends/cuda/gemm.h"
+#include "backends/op_table/families.h"
+#include "backends/op_table/inputs.h"
+#include "core/tensor.h"
+
+namespace fsvd::optable {
+namespace {
+
+using std::to_string;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct Problem {
+  ElementType type;    // of W and X
+  int64_t out, in, n;  // W [out, in], X [n, in]
+  ElementType y_type;
+  std::string name() const {
+    return type_name(type) + " W=[" + to_string(out) + "," + to_string(in) + "] n=" + to_string(n) +
+           " y=" + type_name(y_type);
+  }
+};
+
+// bf16 outputs round each product once on either side; the rare value whose
+// two fp32 sums straddle a rounding boundary moves one step (2^-8 relative RMS
+// at most), so the bound is the sum bound plus half a step.
+Tolerance product_tolerance(const Problem& p) {
+  return p.y_type == ElementType::F32
+             ? relative_l2(sum_tolerance(p.in), "fp32 sums of `in` products, other orders")
+             : relative_l2(sum_tolerance(p.in) + kBf16Step / 2, "fp32 sums in other orders, then bf16 rounding");
+}
+
+// X [n, in] (row stride ldx) times Wᵀ, W [out, in] with row stride ldw, by
+// cpu::matmul_nt: contiguous [n, out].
+std::vector<float> matmul(const std::vector<float>& w, int64_t ldw, const Problem& p, const float* x, int64_t ldx) {
+  std::vector<float> wt(p.out * p.in);
+  for (int64_t o = 0; o < p.out; ++o)
+    for (int64_t i = 0; i < p.in; ++i) wt[o * p.in + i] = w[o * ldw + i];
+  std::vector<float> y(p.n * p.out, 0.0f);
+  cpu::matmul_nt(x, ldx, p.n, Tensor({p.out, p.in}, std::move(wt)), y.data(), p.out, 0.0f);
+  return y;
+}
+
+class GemmRun final : public OpCase {
+ public:
+  GemmRun(Problem p, bool accumulate, std::string model)
+      : OpCase("Gemm::run", p.name() + (accumulate ? " accumulate" : "") + (model.empty() ? "" : " " + model),
+               !model.empty()),
+        p_(p), accumulate_(accumulate), ldw_(cuda::round_up8(p.in)), ldx_(ldw_ + 8),
+        ldy_(p.y_type == ElementType::F32 ? p.out + 3 : cuda::round_up8(p.out) + 8) {}
+
+  std::vector<Expected> reference() const override {
+    const std::vector<float> x = as_stored(input(), p_.type), w = as_stored(weights(), p_.type);
+    const std::vector<float> xw = matmul(w, ldw_, p_, x.data(), ldx_);
+    std::vector<float> y = start();
+    double start_norm = 0;
+    for (int64_t r = 0; r < p_.n; ++r)
+      for (int64_t o = 0; o < p_.out; ++o) {
+        float& v = y[r * ldy_ + o];
+        start_norm += accumulate_ ? double{v} * v : 0.0;
+        v = (accumulate_ ? v : 0.0f) + xw[r * p_.out + o];
+      }
+    const double terms = terms_norm(w.data(), p_.out, p_.in, ldw_, x.data(), p_.n, ldx_);
+    return {{"y", as_stored(y, p_.y_type), product_tolerance(p_), {}, std::sqrt(terms * terms + start_norm)}};
+  }
+
+  std::unique_ptr<DeviceOp> upload(Device& device) const override {
+    struct State {
+      DeviceArray w, x, y;
+    };
+    return device_op(
+        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(start(), p_.y_type)},
+        [&gemm = device.gemm(), p = p_, acc = accumulate_, ldw = ldw_, ldx = ldx_, ldy = ldy_](State& s,
+                                                                                              cudaStream_t) {
+          gemm.run({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, p.n, s.y.data(), ldy, p.y_type, acc);
+        },
+        [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
+  }
+
+  Cost cost() const override {
+    const double e = element_bytes(p_.type), ye = element_bytes(p_.y_type) * (accumulate_ ? 2 : 1);
+    return {p_.out * p_.in * e + p_.n * p_.in * e + p_.n * p_.out * ye, 2.0 * p_.n * p_.out * p_.in};
+  }
+
+ private:
+  // W with its padding columns (never read: W's cols is `in`), X with a wider stride.
+  std::vector<float> weights() const { return random_values(p_.out * ldw_, 81); }
+  std::vector<float> input() const { return random_values(p_.n * ldx_, 82); }
+  // Y before the product: what it adds to, or NaN where a bf16 product must write.
+  std::vector<float> start() const {
+    return p_.y_type == ElementType::F32 ? random_values(p_.n * ldy_, 83) : std::vector<float>(p_.n * ldy_, kNaN);
+  }
+  Problem p_;
+  bool accumulate_;
+  int64_t ldw_, ldx_, ldy_;
+};
+
+// `batch` products in one launch: product b on W rows [b * out, (b + 1) *
+// out), X columns [b * x_step, b * x_step + in) and Y columns [b * out,
+// (b + 1) * out) of rows of stride batch * out (prefill's gate | up).
+class GemmBatched final : public OpCase {
+ public:
+  GemmBatched(Problem p, int batch, std::string model)
+      : OpCase("Gemm::run_batched", p.name() + " batch=" + to_string(batch) + (model.empty() ? "" : " " + model),
+               !model.empty()),
+        p_(p), batch_(batch), ldw_(cuda::round_up8(p.in)), x_step_(ldw_), ldx_(batch * x_step_ + 8),
+        ldy_(batch * p.out) {}
+
+  std::vector<Expected> reference() const override {
+    const std::vector<float> x = as_stored(input(), p_.type), w = as_stored(weights(), p_.type);
+    std::vector<float> y(p_.n * ldy_);
+    double terms = 0;
+    for (int b = 0; b < batch_; ++b) {
+      const std::vector<float> wb(w.begin() + b * p_.out * ldw_, w.begin() + (b + 1) * p_.out * ldw_);
+      const std::vector<float> yb = matmul(wb, ldw_, p_, x.data() + b * x_step_, ldx_);
+      for (int64_t r = 0; r < p_.n; ++r)
+        std::copy_n(&yb[r * p_.out], p_.out, &y[r * ldy_ + b * p_.out]);
+      const double t = terms_norm(wb.data(), p_.out, p_.in, ldw_, x.data() + b * x_step_, p_.n, ldx_);
+      terms += t * t;
+    }
+    return {{"y", as_stored(y, p_.y_type), product_tolerance(p_), {}, std::sqrt(terms)}};
+  }
+
+  std::unique_ptr<DeviceOp> upload(Device& device) const override {
+    struct State {
+      DeviceArray w, x, y;
+    };
+    return device_op(
+        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(p_.n * ldy_, p_.y_type)},
+        [&gemm = device.gemm(), p = p_, batch = batch_, ldw = ldw_, ldx = ldx_, x_step = x_step_,
+         ldy = ldy_](State& s, cudaStream_t) {
+          gemm.run_batched({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, x_step, p.n, s.y.data(), ldy,
+                           p.out, batch, p.y_type);
+        },
+        [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
+  }
+
+  Cost cost() const override {
+    const double e = element_bytes(p_.type);
+    return {batch_ * (p_.out * p_.in * e + p_.n * p_.in * e + p_.n * p_.out * double(element_bytes(p_.y_type))),
+            2.0 * batch_ * p_.n * p_.out * p_.in};
+  }
+
+ private:
+  std::vector<float> weights() const { return random_values(batch_ * p_.out * ldw_, 84); }
+  std::vector<float> input() const { return random_values(p_.n * ldx_, 85); }
+  Problem p_;
+  int batch_;
+  int64_t ldw_, x_step_, ldx_, ldy_;
+};
+
+}  // namespace
+
+void add_gemm_cases(Table& t) {
+  const ElementType kBf16 = ElementType::BF16, kF32 = ElementType::F32;
+  // Odd shapes; the last has enough rows to time the algorithms on first use
+  // (Gemm::kTuneMinRows), where accumulating must still add the product once.
+  static_assert(cuda::Gemm::kTuneMinRows <= 1100);
+  struct Shape {
+    int64_t out, in, n;
+  };
+  for (const Shape& s :
+       {Shape{1, 1, 1}, Shape{37, 91, 5}, Shape{300, 129, 64}, Shape{64, 1491, 17}, Shape{72, 96, 1100}}) {
+    for (ElementType type : {kBf16, kF32})
+      for (bool accumulate : {false, true})
+        t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, kF32}, accumulate, ""));
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, false, ""));
+  }
+  // Products of 8-row multiples: a batch's output columns start 16-byte aligned.
+  for (const Shape& s : {Shape{40, 91, 5}, Shape{296, 129, 64}, Shape{64, 1491, 17}, Shape{72, 96, 1100}}) {
+    t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, s.out, s.in, s.n, kBf16}, 2, ""));
+    t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, s.out, s.in, s.n, kF32}, 2, ""));
+    t.push_back(std::make_unique<GemmBatched>(Problem{kF32, s.out, s.in, s.n, kF32}, 2, ""));
+  }
+
+  // A LLaMA-7B prefill chunk of 2048 tokens: keep 0.5 (attention ranks
+  // 1024, MLP 1492) and dense.
+  const int64_t n = 2048;
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 3072, 4096, n, kBf16}, false, "llama-7b keep0.5 q|k|v first"));
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, n, kF32}, false, "llama-7b keep0.5 q second"));
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, n, kF32}, true, "llama-7b keep0.5 o second"));
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 1492, 11008, n, kBf16}, false, "llama-7b keep0.5 down first"));
+  t.push_back(
+      std::make_unique<GemmBatched>(Problem{kBf16, 11008, 1496, n, kBf16}, 2, "llama-7b keep0.5 gate,up second"));
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 12288, 4096, n, kF32}, false, "llama-7b dense q|k|v"));
+  t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 11008, n, kF32}, true, "llama-7b dense down"));
+}
+
+}  // namespace fsvd::optable

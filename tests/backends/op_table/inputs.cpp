@@ -1,0 +1,121 @@
+#include "backends/op_table/inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "core/dtype.h"
+#include "model/config.h"
+
+namespace fsvd::optable {
+
+std::vector<float> random_values(size_t n, uint64_t seed, float stddev) {
+  std::vector<float> v(n);
+  const float a = stddev * std::sqrt(3.0f);
+  const auto count = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static) if (count >= (1 << 16))
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i);  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    v[i] = a * (static_cast<float>(z >> 40) * 0x1p-23f - 1.0f);  // 24 bits: [-1, 1)
+  }
+  return v;
+}
+
+std::vector<float> as_stored(std::vector<float> values, ElementType type) {
+  if (type == ElementType::BF16)
+    for (float& v : values) v = round_bf16(v);
+  return values;
+}
+
+float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+
+std::vector<float> with_stride(std::span<const float> values, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> out(rows * ld, std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(&out[r * ld], &values[r * cols], cols * sizeof(float));
+  return out;
+}
+
+std::vector<float> rope_frequencies(int head_dim, bool llama3) {
+  ModelConfig c;
+  c.head_dim = head_dim;
+  if (llama3) {
+    c.rope_theta = 500000.0f;
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 8.0f;
+  }
+  std::vector<float> f(head_dim / 2);
+  rope_inv_freq(c, f.data());
+  return f;
+}
+
+Tolerance rope_tolerance(ElementType type) {
+  return type == ElementType::F32 ? elementwise(0x1p-20, 0x1p-19, "device sin/cos within 2 ulps of the CPU's")
+                                  : elementwise(kBf16Step, 0x1p-19,
+                                                "device sin/cos within 2 ulps of the CPU's, then one bf16 step");
+}
+
+Tolerance stored_tolerance(ElementType type, double rel, std::string why) {
+  return type == ElementType::F32 ? elementwise(rel, 0, std::move(why))
+                                  : elementwise(kBf16Step, 0, "both round nearly equal fp32 values to bf16");
+}
+
+std::string type_name(ElementType t) { return t == ElementType::F32 ? "f32" : "bf16"; }
+
+std::string describe(const cuda::HeadShape& s) {
+  return "heads=" + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
+         " hd=" + std::to_string(s.head_dim);
+}
+
+double sum_tolerance(int64_t terms) { return 0x1p-22 * std::sqrt(static_cast<double>(terms)) + 0x1p-22; }
+
+double terms_norm(const float* w, int64_t rows, int64_t cols, int64_t ldw, const float* x, int64_t n,
+                  int64_t ldx) {
+  std::vector<double> column(cols, 0.0);  // sum over i of w[i][j]^2
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) column[j] += double{w[i * ldw + j]} * w[i * ldw + j];
+  double sum = 0;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < cols; ++j) sum += double{x[r * ldx + j]} * x[r * ldx + j] * column[j];
+  return std::sqrt(sum);
+}
+
+DeviceArray::DeviceArray(std::span<const float> values, ElementType type)
+    : bytes_(values.size() * element_bytes(type)), type_(type) {
+  if (values.empty()) return;
+  if (type == ElementType::F32) {
+    FSVD_CUDA_CHECK(cudaMemcpy(bytes_.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
+    return;
+  }
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = f32_to_bf16(values[i]);
+  FSVD_CUDA_CHECK(cudaMemcpy(bytes_.data(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+}
+
+DeviceArray::DeviceArray(size_t n, ElementType type) : bytes_(n * element_bytes(type)), type_(type) {
+  poison(bytes_);
+}
+
+std::vector<float> DeviceArray::download(size_t first, size_t count) const {
+  const size_t size = bytes_.size() / element_bytes(type_);
+  count = std::min(count, size - std::min(first, size));
+  const auto* p = static_cast<const uint8_t*>(bytes_.data()) + first * element_bytes(type_);
+  if (type_ == ElementType::BF16) return download_bf16(p, count);
+  std::vector<float> out(count);
+  if (count > 0) FSVD_CUDA_CHECK(cudaMemcpy(out.data(), p, count * 4, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+std::vector<float> download_bf16(const void* p, size_t n) {
+  std::vector<uint16_t> bits(n);
+  if (n > 0) FSVD_CUDA_CHECK(cudaMemcpy(bits.data(), p, n * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(bits[i]);
+  return out;
+}
+
+}  // namespace fsvd::optable
