@@ -7,11 +7,10 @@
 
 namespace fsvd::cpu {
 
-void attention(const float* q, int64_t ldq, const float* k_cache, const float* v_cache, int n,
-               int pos0, const HeadShape& shape, float* out) {
+void attention(const float* q, int64_t ldq, const KvView& kv, int n, int pos0, const HeadShape& shape,
+               float* out) {
   const int hd = shape.head_dim;
   const int group = shape.n_heads / shape.n_kv_heads;
-  const int64_t kv_stride = int64_t{shape.n_kv_heads} * hd;
   const int64_t out_stride = int64_t{shape.n_heads} * hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 #pragma omp parallel
@@ -24,7 +23,7 @@ void attention(const float* q, int64_t ldq, const float* k_cache, const float* v
         const int64_t kv_off = int64_t{h / group} * hd;
         const int len = pos0 + i + 1;
         for (int t = 0; t < len; ++t) {
-          const float* kt = k_cache + t * kv_stride + kv_off;
+          const float* kt = kv.k + kv.row(t) * kv.ld + kv_off;
           float dot = 0;
           for (int d = 0; d < hd; ++d) dot += qh[d] * kt[d];
           scores[t] = dot * scale;
@@ -33,7 +32,7 @@ void attention(const float* q, int64_t ldq, const float* k_cache, const float* v
         float* oh = out + i * out_stride + int64_t{h} * hd;
         for (int d = 0; d < hd; ++d) oh[d] = 0;
         for (int t = 0; t < len; ++t) {
-          const float* vt = v_cache + t * kv_stride + kv_off;
+          const float* vt = kv.v + kv.row(t) * kv.ld + kv_off;
           const float p = scores[t];
           for (int d = 0; d < hd; ++d) oh[d] += p * vt[d];
         }

@@ -1,5 +1,5 @@
 #pragma once
-// Causal grouped-query attention over a dense KV cache (fp32 reference).
+// Causal grouped-query attention over one sequence's KV cache (fp32 reference).
 #include <cstdint>
 
 namespace fsvd::cpu {
@@ -10,11 +10,25 @@ struct HeadShape {
   int head_dim = 0;
 };
 
+// Where one sequence's cached keys and values are: position t is row row(t) of
+// k and v (rows of n_kv_heads * head_dim values, stride ld). Dense (blocks
+// null): row t. Paged: position t sits in block blocks[t / block_size] of a
+// pool of blocks of block_size rows.
+struct KvView {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t ld = 0;
+  const int32_t* blocks = nullptr;
+  int block_size = 0;
+  int64_t row(int t) const {
+    return blocks ? int64_t{blocks[t / block_size]} * block_size + t % block_size : t;
+  }
+};
+
 // Query row i (of n) sits at position pos0 + i and attends to cache positions
-// [0, pos0 + i]. q: [n, n_heads * head_dim] with row stride ldq; k_cache,
-// v_cache: [>= pos0 + n, n_kv_heads * head_dim]; out: [n, n_heads * head_dim].
-// Scores are scaled by 1/sqrt(head_dim).
-void attention(const float* q, int64_t ldq, const float* k_cache, const float* v_cache, int n,
-               int pos0, const HeadShape& shape, float* out);
+// [0, pos0 + i]. q: [n, n_heads * head_dim] with row stride ldq; out: [n,
+// n_heads * head_dim]. Scores are scaled by 1/sqrt(head_dim).
+void attention(const float* q, int64_t ldq, const KvView& kv, int n, int pos0, const HeadShape& shape,
+               float* out);
 
 }  // namespace fsvd::cpu

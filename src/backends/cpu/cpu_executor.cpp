@@ -83,7 +83,7 @@ void CpuExecutor::run_layer(int index, int64_t n, int pos) {
   cpu::apply_packed(l.qkv, xn_.data(), n, qkv_out, scratch_);
   cpu::rope(q_.data(), n, q_dim_, c.n_heads, c.head_dim, pos, inv_freq_.data());
   cpu::rope(k_new, n, kv_dim_, c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
-  cpu::attention(q_.data(), q_dim_, k_at(index, 0), v_at(index, 0), static_cast<int>(n), pos,
+  cpu::attention(q_.data(), q_dim_, {k_at(index, 0), v_at(index, 0), kv_dim_}, static_cast<int>(n), pos,
                  {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data());
   observe(index, LinearInput::O, att_, n, q_dim_);
   cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);

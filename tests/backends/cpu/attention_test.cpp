@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -29,7 +30,7 @@ TEST_P(CpuAttention, MatchesPlainLoopsAndIgnoresRowsPastTheQuery) {
   for (int64_t i = valid * kv_dim; i < rows * kv_dim; ++i)
     k[i] = v[i] = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> out(c.n * q_dim);
-  attention(q.data(), ldq, k.data(), v.data(), c.n, c.pos0, {c.n_heads, c.n_kv_heads, c.head_dim},
+  attention(q.data(), ldq, {k.data(), v.data(), kv_dim}, c.n, c.pos0, {c.n_heads, c.n_kv_heads, c.head_dim},
             out.data());
 
   const int group = c.n_heads / c.n_kv_heads;
@@ -67,6 +68,28 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                                   "_dim" + std::to_string(c.head_dim) + "_n" + std::to_string(c.n) + "_pos" +
                                   std::to_string(c.pos0);
                          });
+
+// The same sequence scattered over the blocks of a pool in shuffled order
+// gives the same output as its dense cache, bit for bit (same sums, same order).
+TEST(CpuAttention, PagedCacheMatchesDense) {
+  const HeadShape shape{8, 2, 16};
+  const int64_t q_dim = 8 * 16, kv_dim = 2 * 16;
+  const int block = 4, n = 3, pos0 = 11, len = pos0 + n;  // 14 positions over 4 blocks
+  const std::vector<int32_t> blocks = {5, 0, 3, 6};
+  std::vector<float> q = testing::random_normal(n * q_dim, 21);
+  std::vector<float> k = testing::random_normal(len * kv_dim, 22);
+  std::vector<float> v = testing::random_normal(len * kv_dim, 23);
+  std::vector<float> kp(7 * block * kv_dim, std::numeric_limits<float>::quiet_NaN()), vp = kp;
+  for (int t = 0; t < len; ++t) {
+    const int64_t row = int64_t{blocks[t / block]} * block + t % block;
+    std::copy_n(k.begin() + t * kv_dim, kv_dim, kp.begin() + row * kv_dim);
+    std::copy_n(v.begin() + t * kv_dim, kv_dim, vp.begin() + row * kv_dim);
+  }
+  std::vector<float> dense(n * q_dim), paged(n * q_dim);
+  attention(q.data(), q_dim, {k.data(), v.data(), kv_dim}, n, pos0, shape, dense.data());
+  attention(q.data(), q_dim, {kp.data(), vp.data(), kv_dim, blocks.data(), block}, n, pos0, shape, paged.data());
+  EXPECT_EQ(paged, dense);
+}
 
 }  // namespace
 }  // namespace fsvd::cpu

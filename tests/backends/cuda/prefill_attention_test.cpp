@@ -74,7 +74,7 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
   cpu::rope(k.data(), total, kv_dim, s.n_kv_heads, s.head_dim, 0, inv.data());
   testutil::round_to_bf16(q), testutil::round_to_bf16(k), testutil::round_to_bf16(v);
   std::vector<float> ref(total * q_dim);
-  cpu::attention(q.data(), q_dim, k.data(), v.data(), total, 0,
+  cpu::attention(q.data(), q_dim, {k.data(), v.data(), kv_dim}, total, 0,
                  {s.n_heads, s.n_kv_heads, s.head_dim}, ref.data());
   // Library and device sin/cos may differ in the last fp32 bit, which can move
   // a rounded q or k value by one bf16 step: well inside the bound.

@@ -42,7 +42,7 @@ class DecodeAttention final : public OpCase {
     std::copy(k_row.begin(), k_row.end(), kc.begin() + pos_ * kv_dim_);
     std::copy(v_row.begin(), v_row.end(), vc.begin() + pos_ * kv_dim_);
     std::vector<float> out(q_dim_);
-    cpu::attention(q.data(), q_dim_, kc.data(), vc.data(), 1, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
+    cpu::attention(q.data(), q_dim_, {kc.data(), vc.data(), kv_dim_}, 1, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
                    out.data());
     // fp32: exp2 of log2-scaled scores against exp and the sums' orders; the
     // CPU's serial fp32 sums alone are ~3e-6 from double at 4097 positions. An

@@ -37,7 +37,7 @@ class PrefillAttention final : public OpCase {
     const std::vector<float> q = as_stored(queries(), kBf16), k = as_stored(cache(112), kBf16),
                              v = as_stored(cache(113), kBf16);
     std::vector<float> out(n_ * q_dim_);
-    cpu::attention(q.data(), q_dim_, k.data(), v.data(), n_, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
+    cpu::attention(q.data(), q_dim_, {k.data(), v.data(), kv_dim_}, n_, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
                    out.data());
     // The kernel sees the twin's bf16 values; it rounds the probabilities to
     // bf16 for the P·V product and the output to bf16, each at most 2^-9
