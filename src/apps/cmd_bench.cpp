@@ -20,6 +20,7 @@ namespace {
 
 struct BenchFlags {
   std::vector<int> prompts{512};
+  std::vector<int> batches;  // empty: the single-sequence path
   int gen = 128;
   std::vector<std::string> modes;  // empty: --graph
   int repeat = 3;
@@ -104,6 +105,83 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
           {"tokens", generated}};
 }
 
+// B sequences, sequence b with a prompt of prompt + b tokens (every sequence
+// at its own position), each prompt read in a step of its own; then `gen`
+// decode steps of one token per sequence, greedy, timed step by step (the
+// first apart: it may capture graphs).
+nlohmann::json run_batch(Executor& ex, int batch, int prompt, int gen) {
+  const KvPages pages = ex.kv_pages();
+  const int per_seq = static_cast<int>((int64_t{prompt} + batch + gen + pages.block_size - 1) / pages.block_size);
+  std::vector<std::vector<int32_t>> tokens(batch), blocks(batch);
+  for (int b = 0; b < batch; ++b) {
+    tokens[b] = prompt_tokens(prompt + b, ex.vocab_size());
+    for (int i = 0; i < per_seq; ++i) blocks[b].push_back(b * per_seq + i);
+  }
+  const bool on_device = ex.samples_on_device();
+  const std::vector<SamplingParams> greedy(batch);
+  std::vector<float> logits;
+  std::vector<int32_t> next;
+  // Runs `batch` slices and appends each one's greedy next token to its sequence.
+  auto run = [&](std::span<const SeqSlice> slices, std::span<const int> seqs) {
+    if (on_device) {
+      ex.step_sample(slices, std::span(greedy).first(slices.size()), next);
+    } else {
+      ex.step(slices, logits);
+      next.resize(slices.size());
+      for (size_t i = 0; i < slices.size(); ++i) {
+        const auto row = logits.begin() + static_cast<int64_t>(i) * ex.vocab_size();
+        next[i] = static_cast<int32_t>(std::max_element(row, row + ex.vocab_size()) - row);
+      }
+    }
+    for (size_t i = 0; i < seqs.size(); ++i) tokens[seqs[i]].push_back(next[i]);
+  };
+  const auto prefill_start = std::chrono::steady_clock::now();
+  for (int b = 0; b < batch; ++b) {
+    const SeqSlice slice{tokens[b], 0, blocks[b]};
+    run({&slice, 1}, std::vector<int>{b});
+  }
+  const double prefill_ms = ms_since(prefill_start);
+  std::vector<int> all(batch);
+  for (int b = 0; b < batch; ++b) all[b] = b;
+  std::vector<double> step_ms;
+  std::vector<SeqSlice> slices(batch);
+  for (int g = 1; g < gen; ++g) {
+    for (int b = 0; b < batch; ++b) {
+      const int pos = static_cast<int>(tokens[b].size()) - 1;
+      slices[b] = {std::span(tokens[b]).subspan(pos, 1), pos, blocks[b]};
+    }
+    const auto start = std::chrono::steady_clock::now();
+    run(slices, all);
+    step_ms.push_back(ms_since(start));
+  }
+  const double first_ms = step_ms.empty() ? 0 : step_ms.front();
+  double sum = 0;
+  for (size_t i = 1; i < step_ms.size(); ++i) sum += step_ms[i];
+  const double per_step = step_ms.size() > 1 ? sum / (step_ms.size() - 1) : first_ms;
+  const ExecutorStats st = ex.stats();
+  std::vector<int32_t> reported(tokens[0].begin() + prompt,
+                                tokens[0].begin() + std::min<size_t>(tokens[0].size(), prompt + kReportedTokens));
+  return {{"batch", batch},
+          {"prompt", prompt},
+          {"gen", gen},
+          {"prefill_ms", prefill_ms},
+          {"first_step_ms", first_ms},
+          {"step_ms", per_step},
+          {"decode_tokens_per_s", per_step > 0 ? batch * 1e3 / per_step : 0.0},
+          {"device", st.device},
+          {"weight_bytes", st.weight_bytes},
+          {"kv_cache_bytes", st.cache_bytes},
+          {"tokens", reported}};
+}
+
+void print_batch_table(const std::vector<nlohmann::json>& rows) {
+  std::printf("%6s %7s %5s %11s %10s %12s\n", "batch", "prompt", "gen", "prefill ms", "step ms", "tokens/s");
+  for (const nlohmann::json& r : rows)
+    std::printf("%6d %7d %5d %11.2f %10.3f %12.1f\n", r["batch"].get<int>(), r["prompt"].get<int>(),
+                r["gen"].get<int>(), r["prefill_ms"].get<double>(), r["step_ms"].get<double>(),
+                r["decode_tokens_per_s"].get<double>());
+}
+
 void print_table(const std::vector<nlohmann::json>& rows) {
   std::printf("%-6s %7s %5s %11s %10s %9s %8s %8s %9s %9s %9s\n", "graph", "prompt", "gen", "prefill ms",
               "decode ms", "tok/s", "kernels", "launches", "capture", "weights", "kv");
@@ -134,7 +212,18 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
   std::vector<nlohmann::json> rows;
   for (int prompt : f.prompts) {
     check(prompt >= 1, "--prompt", "prompt lengths must be positive, got ", prompt);
-    for (const std::string& mode : modes) {
+    for (int batch : f.batches) {
+      check(batch >= 1, "--batch", "batch sizes must be positive, got ", batch);
+      const int context = prompt + batch + f.gen;
+      const int64_t cache = int64_t{batch} * (context + 16);  // whole blocks per sequence
+      std::fprintf(stderr, "bench: %s batch=%d prompt=%d gen=%d\n", name.c_str(), batch, prompt, f.gen);
+      const auto executor = sf.given() ? make_synthetic_executor(spec, mf, context, cache)
+                                       : make_executor(session.model, mf, context, cache);
+      nlohmann::json row = run_batch(*executor, batch, prompt, f.gen);
+      row["model"] = name;
+      rows.push_back(std::move(row));
+    }
+    for (const std::string& mode : f.batches.empty() ? modes : std::vector<std::string>{}) {
       ModelFlags flags = mf;
       flags.graph = mode;
       const int context = prompt + f.gen;
@@ -159,7 +248,10 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
     std::printf("%s\n", nlohmann::json(rows).dump(2).c_str());
   } else {
     std::printf("%s on %s\n", name.c_str(), rows.front()["device"].get<std::string>().c_str());
-    print_table(rows);
+    if (f.batches.empty())
+      print_table(rows);
+    else
+      print_batch_table(rows);
   }
 }
 
@@ -171,6 +263,9 @@ void add_bench_command(CLI::App& app) {
   auto sf = add_synthetic_flags(*cmd);
   auto f = std::make_shared<BenchFlags>();
   cmd->add_option("--prompt", f->prompts, "Prompt lengths (comma-separated)")->delimiter(',');
+  cmd->add_option("--batch", f->batches,
+                  "Batch sizes (comma-separated): decode steps of many sequences, each at its own position")
+      ->delimiter(',');
   cmd->add_option("--gen", f->gen, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--modes", f->modes, "Graph modes to compare (comma-separated; default: --graph)")
       ->delimiter(',')

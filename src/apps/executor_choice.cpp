@@ -1,5 +1,6 @@
 #include "apps/executor_choice.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backends/cpu/cpu_executor.h"
@@ -67,8 +68,10 @@ std::unique_ptr<Executor> choose(const std::string& device, BuildCuda&& cuda, Bu
 // A CPU executor together with the model it reads (CpuExecutor borrows it).
 class OwningCpuExecutor : public Executor {
  public:
-  OwningCpuExecutor(Model model, int context, int threads)
-      : model_(std::move(model)), inner_(model_, context, threads) {}
+  OwningCpuExecutor(Model model, KvPages pages, int context, int threads)
+      : model_(std::move(model)), inner_(model_, pages, context, threads) {}
+  KvPages kv_pages() const override { return inner_.kv_pages(); }
+  void step(std::span<const SeqSlice> batch, std::vector<float>& logits) override { inner_.step(batch, logits); }
   void forward(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) override {
     inner_.forward(tokens, pos, all_logits, logits);
   }
@@ -83,24 +86,38 @@ class OwningCpuExecutor : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context) {
+KvPages cache_pages(int context, int64_t cache_positions) {
+  KvPages p;
+  p.blocks = static_cast<int>((std::max<int64_t>(context, cache_positions) + p.block_size - 1) / p.block_size);
+  return p;
+}
+
+std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context,
+                                        int64_t cache_positions) {
+  const KvPages pages = cache_pages(context, cache_positions);
   return choose(
       flags.device,
       [&]() -> std::unique_ptr<Executor> {
 #ifdef FLASHSVD_CUDA
+        check(cache_positions <= context, "--device cuda",
+              "the GPU backend runs one sequence at a time so far (batched steps run on the CPU)");
         return std::make_unique<cuda::CudaExecutor>(model, context, cuda_options(flags));
 #else
         return nullptr;
 #endif
       },
-      [&] { return std::make_unique<CpuExecutor>(model, context, flags.threads); });
+      [&] { return std::make_unique<CpuExecutor>(model, pages, context, flags.threads); });
 }
 
-std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context) {
+std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
+                                                  int64_t cache_positions) {
+  const KvPages pages = cache_pages(context, cache_positions);
   return choose(
       flags.device,
       [&]() -> std::unique_ptr<Executor> {
 #ifdef FLASHSVD_CUDA
+        check(cache_positions <= context, "--device cuda",
+              "the GPU backend runs one sequence at a time so far (batched steps run on the CPU)");
         const cuda::CudaOptions options = cuda_options(flags);
         return std::make_unique<cuda::CudaExecutor>(std::make_shared<const cuda::DeviceModel>(spec, options.weights),
                                                     context, options);
@@ -108,7 +125,7 @@ std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, con
         return nullptr;
 #endif
       },
-      [&] { return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), context, flags.threads); });
+      [&] { return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), pages, context, flags.threads); });
 }
 
 }  // namespace fsvd

@@ -13,10 +13,14 @@ namespace fsvd {
 
 // "cuda" needs a build with CUDA and a GPU; "auto" takes the GPU when there is
 // one and its kernels support the model, else the CPU (saying why on stderr).
-std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context);
+// One sequence holds at most `context` positions; the KV cache holds
+// max(context, cache_positions), rounded up to whole blocks.
+std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context,
+                                        int64_t cache_positions = 0);
 
 // A synthetic model: built in place on the GPU (no host copy of its weights),
 // or on the host for --device cpu.
-std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context);
+std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
+                                                  int64_t cache_positions = 0);
 
 }  // namespace fsvd

@@ -7,6 +7,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"flashsvd: serve SVD-compressed (low-rank) LLaMA-family models"};
   app.require_subcommand(1);
+  fsvd::add_batch_command(app);
   fsvd::add_convert_command(app);
   fsvd::add_bench_command(app);
   fsvd::add_fidelity_command(app);

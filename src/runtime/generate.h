@@ -3,23 +3,15 @@
 // device when the backend can: Executor::forward_next) and feed one
 // token at a time, streaming text to a callback until a stop rule fires.
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "backends/executor.h"
+#include "runtime/completion.h"
 #include "runtime/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fsvd {
-
-struct GenerateOptions {
-  int max_new_tokens = 256;
-  SamplingParams sampling;
-  std::vector<std::string> stop_strings;  // text is cut before the first one
-  std::vector<int32_t> stop_ids;          // in addition to tokenizer.stop_ids()
-};
 
 struct GenerateStats {
   int prompt_tokens = 0;
@@ -30,9 +22,6 @@ struct GenerateStats {
   // max_new_tokens reached; "context": the cache is full.
   std::string stop_reason;
 };
-
-// Text pieces in order; their concatenation is the generated text.
-using TextCallback = std::function<void(std::string_view)>;
 
 // Generates after `prompt` (non-empty: pass {bos} for an empty prompt; at most
 // executor.context_size() tokens) from position 0 of the executor's cache.

@@ -13,78 +13,120 @@
 
 namespace fsvd {
 
+static KvPages pages_for(int context) {
+  check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
+  KvPages p;
+  p.blocks = static_cast<int>((int64_t{context} + p.block_size - 1) / p.block_size);
+  return p;
+}
+
 CpuExecutor::CpuExecutor(const Model& model, int context, int threads)
+    : CpuExecutor(model, pages_for(context), context, threads) {}
+
+CpuExecutor::CpuExecutor(const Model& model, KvPages pages, int context, int threads)
     : model_(model),
+      pages_(pages),
       context_(context),
       threads_(threads > 0 ? threads : omp_get_num_procs()) {
   const ModelConfig& c = model.config;
   model.validate_packed("building an executor");
   check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
+  check(pages.block_size > 0 && pages.blocks > 0, "CpuExecutor", "a KV cache of ", pages.blocks,
+        " blocks of ", pages.block_size, " positions");
+  check(context <= pages.positions(), "CpuExecutor", "context ", context, " exceeds the KV cache's ",
+        pages.positions(), " positions");
   q_dim_ = c.q_dim();
   kv_dim_ = c.kv_dim();
   inv_freq_.resize(c.head_dim / 2);
   rope_inv_freq(c, inv_freq_.data());
-  const int64_t cache = int64_t{c.n_layers} * context * kv_dim_;
+  all_blocks_.resize(pages.blocks);
+  for (int b = 0; b < pages.blocks; ++b) all_blocks_[b] = b;
+  const int64_t cache = int64_t{c.n_layers} * pages.positions() * kv_dim_;
   try {
     k_cache_.assign(cache, 0.0f);
     v_cache_.assign(cache, 0.0f);
   } catch (const std::bad_alloc&) {
-    fail("CpuExecutor", "cannot allocate a KV cache of ", 2.0 * cache * sizeof(float) / (1 << 30),
-         " GiB for context ", context);
+    fail("CpuExecutor", "cannot allocate a KV cache of ", 2.0 * cache * sizeof(float) / (1 << 30), " GiB for ",
+         pages.positions(), " positions");
   }
-}
-
-float* CpuExecutor::k_at(int layer, int pos) {
-  return k_cache_.data() + (int64_t{layer} * context_ + pos) * kv_dim_;
-}
-float* CpuExecutor::v_at(int layer, int pos) {
-  return v_cache_.data() + (int64_t{layer} * context_ + pos) * kv_dim_;
 }
 
 void CpuExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_logits,
                           std::vector<float>& logits) {
+  check_forward_request("CpuExecutor::forward", tokens, pos, filled_, context_, model_.config.vocab);
+  const SeqSlice slice{tokens, pos, all_blocks_, all_logits ? StepOutput::all : StepOutput::last};
+  step({&slice, 1}, logits);
+  filled_ = pos + static_cast<int>(tokens.size());
+}
+
+void CpuExecutor::step(std::span<const SeqSlice> batch, std::vector<float>& logits) {
   const ModelConfig& c = model_.config;
-  check_forward_request("CpuExecutor::forward", tokens, pos, filled_, context_, c.vocab);
+  const int64_t n = check_step_request("CpuExecutor::step", batch, pages_, context_, c.vocab);
 
   omp_set_num_threads(threads_);
   openblas_set_num_threads(threads_);
-  const int64_t n = static_cast<int64_t>(tokens.size());
   x_.resize(n * c.hidden);
   xn_.resize(n * c.hidden);
   q_.resize(n * q_dim_);
+  k_.resize(n * kv_dim_);
+  v_.resize(n * kv_dim_);
   att_.resize(n * q_dim_);
   gate_.resize(n * c.intermediate);
   up_.resize(n * c.intermediate);
 
-  for (int64_t i = 0; i < n; ++i)
-    std::memcpy(x_.data() + i * c.hidden, model_.embed.data() + int64_t{tokens[i]} * c.hidden,
-                sizeof(float) * c.hidden);
-  for (int l = 0; l < c.n_layers; ++l) run_layer(l, n, pos);
-  filled_ = pos + static_cast<int>(n);
+  first_.clear();
+  int64_t row = 0;
+  for (const SeqSlice& s : batch) {
+    first_.push_back(row);
+    for (int32_t t : s.tokens)
+      std::memcpy(x_.data() + row++ * c.hidden, model_.embed.data() + int64_t{t} * c.hidden,
+                  sizeof(float) * c.hidden);
+  }
+  for (int l = 0; l < c.n_layers; ++l) run_layer(l, batch, n);
 
   // Only the rows whose logits are wanted go through the final norm and lm_head.
-  const int64_t first = all_logits ? 0 : n - 1, rows = n - first;
-  cpu::rmsnorm(x_.data() + first * c.hidden, model_.final_norm.data(), rows, c.hidden, c.rms_eps,
-               xn_.data());
+  int64_t rows = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int64_t len = static_cast<int64_t>(batch[i].tokens.size());
+    const int64_t from = batch[i].output == StepOutput::all ? first_[i] : first_[i] + len - 1;
+    const int64_t count = batch[i].output == StepOutput::none ? 0 : first_[i] + len - from;
+    cpu::rmsnorm(x_.data() + from * c.hidden, model_.final_norm.data(), count, c.hidden, c.rms_eps,
+                 xn_.data() + rows * c.hidden);
+    rows += count;
+  }
   logits.resize(rows * c.vocab);
-  cpu::apply_linear(model_.lm_head, xn_.data(), rows, logits.data(), c.vocab, false, scratch_);
+  if (rows > 0) cpu::apply_linear(model_.lm_head, xn_.data(), rows, logits.data(), c.vocab, false, scratch_);
 }
 
-void CpuExecutor::run_layer(int index, int64_t n, int pos) {
+void CpuExecutor::run_layer(int index, std::span<const SeqSlice> batch, int64_t n) {
   const ModelConfig& c = model_.config;
   const Layer& l = model_.layers[index];
+  const cpu::HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
 
-  // Attention block: q|k|v from one packed GEMM; k and v land in the cache.
+  // Attention block: q|k|v from one packed GEMM over every row of the step;
+  // each sequence's k and v land in its blocks, and its queries attend to them.
   cpu::rmsnorm(x_.data(), l.attn_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
   observe(index, LinearInput::Qkv, xn_, n, c.hidden);
-  float* k_new = k_at(index, pos);
-  float* v_new = v_at(index, pos);
-  const cpu::OutSlot qkv_out[] = {{q_.data(), q_dim_}, {k_new, kv_dim_}, {v_new, kv_dim_}};
+  const cpu::OutSlot qkv_out[] = {{q_.data(), q_dim_}, {k_.data(), kv_dim_}, {v_.data(), kv_dim_}};
   cpu::apply_packed(l.qkv, xn_.data(), n, qkv_out, scratch_);
-  cpu::rope(q_.data(), n, q_dim_, c.n_heads, c.head_dim, pos, inv_freq_.data());
-  cpu::rope(k_new, n, kv_dim_, c.n_kv_heads, c.head_dim, pos, inv_freq_.data());
-  cpu::attention(q_.data(), q_dim_, {k_at(index, 0), v_at(index, 0), kv_dim_}, static_cast<int>(n), pos,
-                 {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data());
+  float* k_cache = k_pool(index);
+  float* v_cache = v_pool(index);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SeqSlice& s = batch[i];
+    const int len = static_cast<int>(s.tokens.size());
+    float* q = q_.data() + first_[i] * q_dim_;
+    float* k = k_.data() + first_[i] * kv_dim_;
+    const float* v = v_.data() + first_[i] * kv_dim_;
+    cpu::rope(q, len, q_dim_, c.n_heads, c.head_dim, s.pos, inv_freq_.data());
+    cpu::rope(k, len, kv_dim_, c.n_kv_heads, c.head_dim, s.pos, inv_freq_.data());
+    const cpu::KvView kv{k_cache, v_cache, kv_dim_, s.blocks.data(), pages_.block_size};
+    for (int t = 0; t < len; ++t) {
+      const int64_t at = kv.row(s.pos + t) * kv_dim_;
+      std::memcpy(k_cache + at, k + t * kv_dim_, sizeof(float) * kv_dim_);
+      std::memcpy(v_cache + at, v + t * kv_dim_, sizeof(float) * kv_dim_);
+    }
+    cpu::attention(q, q_dim_, kv, len, s.pos, heads, att_.data() + first_[i] * q_dim_);
+  }
   observe(index, LinearInput::O, att_, n, q_dim_);
   cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);
 

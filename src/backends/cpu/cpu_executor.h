@@ -1,6 +1,6 @@
 #pragma once
 // fp32 reference backend: the HF LlamaForCausalLM forward (Qwen2's q/k/v
-// biases included) over a packed Model, with a dense KV cache.
+// biases included) over a packed Model, with a paged KV cache.
 #include <functional>
 #include <vector>
 
@@ -20,11 +20,15 @@ using LinearInputObserver =
 class CpuExecutor : public Executor {
  public:
   // `model` must be packed (Model::pack) and outlive the executor. The KV cache
-  // holds `context` positions; `threads` <= 0 uses every processor. The thread
-  // count is applied (OpenMP and OpenBLAS, process-wide for the latter) at
-  // each forward().
+  // has `pages`; one sequence holds at most `context` positions (at most the
+  // cache's). `threads` <= 0 uses every processor. The thread count is applied
+  // (OpenMP and OpenBLAS, process-wide for the latter) at each step.
+  CpuExecutor(const Model& model, KvPages pages, int context, int threads);
+  // One sequence: a cache of `context` positions.
   CpuExecutor(const Model& model, int context, int threads);
 
+  KvPages kv_pages() const override { return pages_; }
+  void step(std::span<const SeqSlice> batch, std::vector<float>& logits) override;
   void forward(std::span<const int32_t> tokens, int pos, bool all_logits,
                std::vector<float>& logits) override;
   int context_size() const override { return context_; }
@@ -34,22 +38,27 @@ class CpuExecutor : public Executor {
   void set_observer(LinearInputObserver observer) { observer_ = std::move(observer); }
 
  private:
-  void run_layer(int index, int64_t n, int pos);
+  // The step's token rows are the slices' tokens one after another; slice i
+  // starts at row first_[i].
+  void run_layer(int index, std::span<const SeqSlice> batch, int64_t n);
   void observe(int layer, LinearInput input, const std::vector<float>& rows, int64_t n, int64_t dim) const {
     if (observer_) observer_(layer, input, rows.data(), n, dim);
   }
-  float* k_at(int layer, int pos);  // cache row of `pos` in `layer`
-  float* v_at(int layer, int pos);
+  float* k_pool(int layer) { return k_cache_.data() + layer * pages_.positions() * kv_dim_; }
+  float* v_pool(int layer) { return v_cache_.data() + layer * pages_.positions() * kv_dim_; }
 
   const Model& model_;
+  KvPages pages_;
   int context_;
   int threads_;
-  int filled_ = 0;  // positions [0, filled_) hold valid keys/values
+  std::vector<int32_t> all_blocks_;  // 0, 1, 2, ...: forward()'s sequence
+  int filled_ = 0;                   // forward(): positions [0, filled_) hold valid keys/values
   int64_t q_dim_, kv_dim_;
   std::vector<float> inv_freq_;
-  std::vector<float> k_cache_, v_cache_;  // [layers][context][n_kv_heads * head_dim]
-  // Activations for the tokens of one forward, resized on demand.
-  std::vector<float> x_, xn_, q_, att_, gate_, up_, scratch_;
+  std::vector<float> k_cache_, v_cache_;  // [layers][pages_.positions()][n_kv_heads * head_dim]
+  std::vector<int64_t> first_;
+  // Activations for the token rows of one step, resized on demand.
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, scratch_;
   LinearInputObserver observer_;
 };
 

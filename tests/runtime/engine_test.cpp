@@ -1,0 +1,230 @@
+// The batching engine on the CPU backend: every request gets what generate()
+// gives it alone, whatever else shares its steps, with chunked prefill on and
+// off, sequences joining and leaving, the KV cache full (queueing and
+// preemption), and cancellations.
+#include "runtime/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "runtime/generate.h"
+#include "testing/random_model.h"
+
+namespace fsvd {
+namespace {
+
+constexpr int kVocab = 37;
+
+// Id 0 is BOS, 1 EOS; the others decode to letters, some with a space.
+class LetterTokenizer : public Tokenizer {
+ public:
+  std::vector<int32_t> encode(std::string_view, bool, bool) const override { return {}; }
+  std::string decode(const std::vector<int32_t>& ids) const override {
+    std::string s;
+    for (int32_t id : ids)
+      if (id > 1) s += std::string(1, char('a' + id % 6)) + (id % 4 == 0 ? " " : "");
+    return s;
+  }
+  int32_t vocab_size() const override { return kVocab; }
+  int32_t bos_id() const override { return 0; }
+  int32_t eos_id() const override { return 1; }
+};
+
+Model test_model() {
+  testing::RandomModelSpec spec;
+  spec.config = testing::small_config(32, 48, 2, 4, 2, 8, kVocab, 64);
+  spec.ranks = {6, 4, 4, 0, 10, 10, 12};
+  return testing::random_model(spec);
+}
+
+struct Outcome {
+  std::string text, stop_reason;
+  size_t generated = 0;
+};
+
+// Requests of mixed prompt lengths, limits and sampling rules.
+std::vector<Request> make_requests(int count) {
+  std::mt19937 rng(5);
+  std::vector<Request> out;
+  for (int i = 0; i < count; ++i) {
+    Request r;
+    const int len = 1 + static_cast<int>(rng() % 29);
+    for (int t = 0; t < len; ++t) r.prompt.push_back(2 + static_cast<int32_t>(rng() % (kVocab - 2)));
+    r.options.max_new_tokens = 1 + static_cast<int>(rng() % 14);
+    if (i % 3 == 1) r.options.sampling = {0.9f, 0, 1.0f, 100u + i};
+    if (i % 3 == 2) r.options.sampling = {1.3f, 8, 0.9f, 200u + i};
+    if (i % 4 == 3) r.options.stop_strings = {"c"};
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Outcome alone(const Model& model, const Tokenizer& tok, int ctx, const Request& r) {
+  CpuExecutor ex(model, ctx, 1);
+  Outcome o;
+  const GenerateStats st = generate(ex, tok, r.prompt, r.options, [&](std::string_view t) { o.text += t; });
+  o.stop_reason = st.stop_reason;
+  o.generated = static_cast<size_t>(st.generated_tokens);
+  return o;
+}
+
+struct Config {
+  const char* name;
+  EngineOptions options;
+  int blocks;  // of 4 positions
+};
+
+class EngineTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(EngineTest, EveryRequestGetsWhatItGetsAlone) {
+  const Config config = GetParam();
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  const int ctx = 40;
+  CpuExecutor ex(model, KvPages{4, config.blocks}, ctx, 1);
+  Engine engine(ex, tok, config.options);
+
+  const std::vector<Request> requests = make_requests(14);
+  std::vector<Outcome> got(requests.size());
+  int preempted = 0, done = 0;
+  auto submit = [&](size_t i) {
+    Request r = requests[i];
+    r.on_text = [&got, i](std::string_view t) { got[i].text += t; };
+    r.on_done = [&, i](const RequestResult& res) {
+      got[i].stop_reason = res.stop_reason;
+      got[i].generated = res.tokens.size();
+      preempted += res.preemptions;
+      ++done;
+    };
+    engine.submit(std::move(r));
+  };
+  // Half now, half while the first ones run: sequences join mid-run.
+  for (size_t i = 0; i < requests.size() / 2; ++i) submit(i);
+  for (int s = 0; s < 3; ++s) engine.step();
+  for (size_t i = requests.size() / 2; i < requests.size(); ++i) submit(i);
+  engine.run();
+
+  ASSERT_EQ(done, static_cast<int>(requests.size()));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome want = alone(model, tok, ctx, requests[i]);
+    EXPECT_EQ(got[i].text, want.text) << "request " << i;
+    EXPECT_EQ(got[i].stop_reason, want.stop_reason) << "request " << i;
+    EXPECT_EQ(got[i].generated, want.generated) << "request " << i;
+  }
+  const EngineStats st = engine.stats();
+  EXPECT_EQ(st.running, 0);
+  EXPECT_EQ(st.waiting, 0);
+  EXPECT_EQ(st.used_blocks, 0);
+  EXPECT_EQ(st.preemptions, preempted);
+  if (config.blocks < 40) EXPECT_GT(preempted, 0) << "the small cache should have forced preemptions";
+  std::fprintf(stderr, "%s: %lld steps, %d preemptions\n", config.name, static_cast<long long>(st.steps), preempted);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Setups, EngineTest,
+    ::testing::Values(Config{"chunked", {8, 64, 16, true}, 200}, Config{"whole_prompts", {8, 64, 16, false}, 200},
+                      Config{"one_at_a_time", {1, 64, 512, true}, 200}, Config{"wide", {64, 64, 512, true}, 200},
+                      Config{"kv_full_chunked", {8, 64, 16, true}, 14},
+                      Config{"kv_full_whole", {6, 64, 64, false}, 12}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+Request greedy(std::vector<int32_t> prompt, int max_new, std::string* text = nullptr, RequestResult* result = nullptr) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.options.max_new_tokens = max_new;
+  r.options.stop_ids = {};
+  if (text) r.on_text = [text](std::string_view t) { *text += t; };
+  if (result) r.on_done = [result](const RequestResult& res) { *result = res; };
+  return r;
+}
+
+TEST(Engine, AFullQueueRefusesAtOnceAndAcceptsAgainOnceItDrains) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  CpuExecutor ex(model, KvPages{4, 40}, 40, 1);
+  Engine engine(ex, tok, {2, 3, 64, true});
+  for (int i = 0; i < 3; ++i) engine.submit(greedy({5, 6, 7}, 4));
+  EXPECT_THROW(engine.submit(greedy({5, 6, 7}, 4)), QueueFull);
+  EXPECT_EQ(engine.stats().waiting, 3);
+  engine.step();  // admits two of them
+  RequestResult last;
+  EXPECT_NO_THROW(engine.submit(greedy({5, 6, 7}, 4, nullptr, &last)));
+  engine.run();
+  EXPECT_EQ(last.stop_reason.empty(), false);
+  EXPECT_EQ(engine.stats().used_blocks, 0);
+}
+
+TEST(Engine, RefusesRequestsThatCanNeverRunAndKeepsServing) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  CpuExecutor ex(model, KvPages{4, 40}, 16, 1);
+  Engine engine(ex, tok);
+  EXPECT_THROW(engine.submit(greedy({}, 4)), Error);
+  EXPECT_THROW(engine.submit(greedy(std::vector<int32_t>(17, 3), 4)), Error);  // longer than the context
+  EXPECT_THROW(engine.submit(greedy({3, kVocab}, 4)), Error);
+  EXPECT_THROW(engine.submit(greedy({3, -1}, 4)), Error);
+  EXPECT_THROW(engine.submit(greedy({3}, -1)), Error);
+  Request bad_sampling = greedy({3}, 4);
+  bad_sampling.options.sampling.top_p = 0;
+  EXPECT_THROW(engine.submit(std::move(bad_sampling)), Error);
+  Request empty_stop = greedy({3}, 4);
+  empty_stop.options.stop_strings = {""};
+  EXPECT_THROW(engine.submit(std::move(empty_stop)), Error);
+  EXPECT_EQ(engine.stats().waiting, 0);
+  RequestResult result;
+  engine.submit(greedy({3, 4}, 3, nullptr, &result));
+  engine.run();
+  EXPECT_FALSE(result.stop_reason.empty());
+}
+
+TEST(Engine, ASequenceThatFillsItsContextEndsWithContext) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  CpuExecutor ex(model, KvPages{4, 10}, 12, 1);
+  Engine engine(ex, tok);
+  RequestResult result;
+  Request r = greedy(std::vector<int32_t>(10, 3), 100, nullptr, &result);
+  std::string want;
+  CpuExecutor single(model, 12, 1);
+  const GenerateStats st = generate(single, tok, r.prompt, r.options, [&](std::string_view t) { want += t; });
+  engine.submit(std::move(r));
+  engine.run();
+  EXPECT_EQ(result.stop_reason, st.stop_reason);
+  EXPECT_EQ(static_cast<int>(result.tokens.size()), st.generated_tokens);
+  if (st.stop_reason == "context") EXPECT_EQ(result.tokens.size(), 3u);  // positions 10 and 11, then one more sampled
+}
+
+TEST(Engine, CancelledRequestsEndAtTheNextStepAndFreeTheirBlocks) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  CpuExecutor ex(model, KvPages{4, 40}, 40, 1);
+  Engine engine(ex, tok, {1, 8, 64, true});
+  RequestResult running, waiting, kept;
+  std::string kept_text;
+  const uint64_t a = engine.submit(greedy({5, 6, 7}, 30, nullptr, &running));
+  const uint64_t b = engine.submit(greedy({8, 9}, 30, nullptr, &waiting));
+  engine.submit(greedy({10, 11, 12}, 5, &kept_text, &kept));
+  engine.step();
+  engine.step();
+  EXPECT_GT(engine.stats().used_blocks, 0);
+  engine.cancel(a);
+  engine.cancel(b);
+  engine.cancel(12345);  // unknown: ignored
+  engine.step();
+  EXPECT_EQ(running.stop_reason, "cancelled");
+  EXPECT_EQ(waiting.stop_reason, "cancelled");
+  EXPECT_TRUE(waiting.tokens.empty());
+  engine.run();
+  std::string want;
+  CpuExecutor single(model, 40, 1);
+  generate(single, tok, {10, 11, 12}, greedy({}, 5).options, [&](std::string_view t) { want += t; });
+  EXPECT_EQ(kept_text, want);
+  EXPECT_EQ(engine.stats().used_blocks, 0);
+}
+
+}  // namespace
+}  // namespace fsvd
