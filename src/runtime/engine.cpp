@@ -159,11 +159,12 @@ std::vector<Engine::Planned> Engine::schedule() {
   // Admit waiting requests in arrival order while slots, budget and blocks allow.
   while (static_cast<int>(running_.size()) < options_.max_batch && budget > 0) {
     std::unique_ptr<Sequence> next;
+    int64_t rows = 0;
     {
       std::lock_guard lock(mutex_);
       if (waiting_.empty()) break;
       Sequence& seq = *waiting_.front();
-      const int64_t rows = rows_for(static_cast<int64_t>(seq.tokens.size()));
+      rows = rows_for(static_cast<int64_t>(seq.tokens.size()));
       if (rows == 0 || !blocks_.grow(seq.blocks, rows)) break;
       next = std::move(waiting_.front());
       waiting_.pop_front();
@@ -172,7 +173,7 @@ std::vector<Engine::Planned> Engine::schedule() {
     if (!seq.admitted) seq.result.queue_seconds = seconds(Clock::now() - seq.submitted);
     seq.admitted = seq.running = true;
     running_.push_back(std::move(next));
-    add(seq, rows_for(static_cast<int64_t>(seq.tokens.size())));
+    add(seq, rows);
   }
   return plan;
 }
