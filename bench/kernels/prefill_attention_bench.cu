@@ -19,6 +19,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
+#include "backends/cuda/identity_pages.h"
 #include "backends/cuda/kv_store.h"
 #include "backends/cuda/prefill_attention.h"
 
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
   for (const HeadShape& shape : shapes) {
     for (const auto& c : cases) {
       const int pos = c.first, n = c.second;
-      const int max_ctx = pos + n;
+      const IdentityPages pages(pos + n);  // one sequence over blocks in order: the dense layout
+      const size_t max_ctx = size_t(pages.num_blocks()) * pages.block_size();
       const size_t q_dim = size_t(shape.n_heads) * shape.head_dim;
       const size_t kv_dim = size_t(shape.n_kv_heads) * shape.head_dim;
       const size_t ld = q_dim + 2 * kv_dim;  // one packed q/k/v GEMM output
@@ -100,14 +102,14 @@ int main(int argc, char** argv) {
       FSVD_CUDA_CHECK(cudaMalloc(&out, n * q_dim * 2));
       FSVD_CUDA_CHECK(cudaMalloc(&q_rot, n * q_dim * 2));
       FSVD_CUDA_CHECK(cudaMemset(out, 0xff, n * q_dim * 2));
-      const KvCacheLayer cache{kc, vc, max_ctx};
+      const KvCacheLayer cache = pages.pool(kc, vc, ElementType::BF16);
 
       const float attn = time_ms(s, [&] { prefill_attention(q, cache, pos, n, shape, out, s); });
       const size_t bad = count_non_finite(out, n * q_dim);
       // Rows [pos, pos + n) are overwritten with rotated copies of random data: still random.
       const float rope = time_ms(s, [&] {
-        rope_store_kv_rows(qkv, ld, qkv + q_dim, ld, qkv + q_dim + kv_dim, ld, dinv, pos, n, shape,
-                           cache, q_rot, s);
+        rope_store_kv_rows({qkv, qkv + q_dim, qkv + q_dim + kv_dim, int64_t(ld), int64_t(ld), int64_t(ld)}, dinv,
+                           pages.chunk(pos), n, shape, cache, q_rot, s);
       });
       const double flops =
           4.0 * shape.head_dim * shape.n_heads * (double(n) * pos + 0.5 * double(n) * n);

@@ -9,6 +9,7 @@
 #include "backends/cuda/embedding.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/prefill_attention.h"
 #include "backends/cuda/sampling.h"
 #include "backends/cuda/token_select.h"
 #include "core/error.h"
@@ -37,14 +38,18 @@ void check_supported(const ModelConfig& c, const std::string& source) {
         " exceeds the CUDA RMSNorm-GEMV limit of ", kMaxRmsnormGemvCols);
 }
 
-// The dense KV cache is the one allocation that scales with the request:
-// refuse it before uploading any weights.
+// Positions the cache holds for `context`: whole blocks.
+int64_t cache_rows(int context) { return ceil_div(context, kDefaultBlockSize) * kDefaultBlockSize; }
+
+// The KV cache is the one allocation that scales with the request: refuse it
+// before uploading any weights.
 void check_cache_fits(const ModelConfig& c, int context, ElementType type, KvMode kv) {
   check(context > 0, kWhere, "context size must be positive, got ", context);
   int devices = 0;
   check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, kWhere, "no CUDA device");
   if (kv == KvMode::lowrank) return;  // sized by the ranks; an allocation failure names itself
-  const double cache_bytes = 2.0 * c.n_layers * context * c.n_kv_heads * c.head_dim * element_bytes(type);
+  const double cache_bytes =
+      2.0 * c.n_layers * cache_rows(context) * c.n_kv_heads * c.head_dim * element_bytes(type);
   size_t free_bytes = 0, total_bytes = 0;
   FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   check(cache_bytes < static_cast<double>(free_bytes), kWhere, "a KV cache for context ", context, " needs ",
@@ -100,14 +105,15 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq);
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(stream_.put(), cudaStreamNonBlocking));
+  pages_ = std::make_unique<IdentityPages>(context);
   if (options_.kv == KvMode::lowrank) {
     lowrank_kv_ = std::make_unique<LowRankKv>(*weights_, context, inv_freq_.data(), stream_);
   } else {
-    const int64_t cache_bytes = int64_t{c.n_layers} * context * kv_dim * element_bytes(weights_->type());
+    const int64_t cache_bytes = int64_t{c.n_layers} * cache_rows(context) * kv_dim * element_bytes(weights_->type());
     k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
     v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
   }
-  attention_plan_ = plan_decode_attention(heads_, context);
+  attention_plan_ = plan_decode_attention(heads_, context, 1);
 
   // Activation sizes: the widest of every layer (ranks may differ per layer).
   const DeviceLinear& head = weights_->lm_head();
@@ -138,7 +144,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_logits_.put()), c.vocab * sizeof(float),
                                 cudaHostAllocDefault));
-  if (weights_->type() == ElementType::BF16)
+  // Prompts of other head sizes run through the decode step, as in fp32.
+  if (weights_->type() == ElementType::BF16 && prefill_attention_supports(heads_))
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
 }
 
@@ -179,8 +186,9 @@ void CudaExecutor::packed_second(const DevicePacked& p, float* packed_out, float
 
 KvCacheLayer CudaExecutor::layer_cache(int layer) const {
   const ElementType type = weights_->type();
-  const int64_t offset = int64_t{layer} * context_ * config_.n_kv_heads * config_.head_dim * element_bytes(type);
-  return KvCacheLayer{k_cache_.data() + offset, v_cache_.data() + offset, context_, type};
+  const int64_t offset =
+      int64_t{layer} * cache_rows(context_) * config_.n_kv_heads * config_.head_dim * element_bytes(type);
+  return pages_->pool(k_cache_.data() + offset, v_cache_.data() + offset, type);
 }
 
 void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
@@ -204,8 +212,12 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
   } else {
     cache = layer_cache(index);
   }
-  decode_attention(qkv[0], qkv[1], qkv[2], inv_freq_.data(), cache, pos_.data(), heads_,
-                   attention_work_.data(), attention_work_.size(), att_.data(), stream, options_.pdl);
+  // One row (this sequence's token at *pos_); its q, k, v rows are whole vectors.
+  const int64_t q_dim = int64_t{config_.n_heads} * config_.head_dim;
+  const int64_t kv_dim = int64_t{config_.n_kv_heads} * config_.head_dim;
+  decode_attention({qkv[0], qkv[1], qkv[2], q_dim, kv_dim, kv_dim}, inv_freq_.data(), cache,
+                   pages_->token(pos_.data()), 1, context_, heads_, attention_work_.data(), attention_work_.size(),
+                   att_.data(), stream, options_.pdl);
   linear_residual(l.o, DeviceVec::f32(att_.data()), rank_.data(), x_.data(), cfg, stream);
 
   // MLP block: packed gate|up first factors (RMSNorm fused), their second
@@ -371,7 +383,7 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_lo
     if (lowrank_kv_)
       prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_, last_row_only);
     else
-      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, last_row_only);
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, pages_->chunk(chunk_pos), last_row_only);
     if (all_logits)
       FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));

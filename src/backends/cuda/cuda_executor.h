@@ -1,6 +1,7 @@
 #pragma once
-// The GPU backend: a model's weights on the device (DeviceModel), a dense KV
-// cache for the requested context, and a decode step built from the kernels
+// The GPU backend: a model's weights on the device (DeviceModel), a KV cache
+// for the requested context (one sequence over a paged pool, its blocks in
+// order), and a decode step built from the kernels
 // of this folder (fp32 activations and accumulation), replayed as CUDA
 // graphs. Logits come back as fp32 on the host.
 #include <cuda_runtime_api.h>
@@ -14,6 +15,7 @@
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/handles.h"
+#include "backends/cuda/identity_pages.h"
 #include "backends/cuda/kv_cache.h"
 #include "backends/cuda/lowrank_kv.h"
 #include "backends/cuda/prefill.h"
@@ -54,8 +56,10 @@ class CudaExecutor : public Executor {
  public:
   // `model` must be packed (Model::pack); it is read only here. The KV cache
   // holds `context` positions (not the model's max_seq). Throws Error for
-  // shapes the kernels do not support (head_dim other than 64/128, hidden
-  // above 8192) or a cache that does not fit in free GPU memory.
+  // shapes the kernels do not support (head_dim other than 64, 80, 96, 128
+  // or 256, hidden above 8192) or a cache that does not fit in free GPU
+  // memory. Prompts go through Prefill with bf16 weights and head_dim 64 or
+  // 128, through decode steps otherwise.
   CudaExecutor(const Model& model, int context, CudaOptions options = {});
   // Runs weights already on the device (a synthetic model, say).
   CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options = {});
@@ -104,7 +108,7 @@ class CudaExecutor : public Executor {
   // One token through the decode step; its logits land in host_logits_, or,
   // while sampling_ is set, the next token in published_token(pos).
   void decode_token(int32_t token, int pos);
-  // Dense mode: the layer's slice of the cache.
+  // Dense mode: the layer's pool.
   KvCacheLayer layer_cache(int layer) const;
   // Prompt chunks through Prefill; logits of every row into `logits` when
   // all_logits, else the last row's head output as decode_token leaves it.
@@ -128,7 +132,11 @@ class CudaExecutor : public Executor {
   const SamplingParams* sampling_ = nullptr;  // set during a forward_next
   double capture_ms_ = 0;
 
-  DeviceBuffer<uint8_t> k_cache_, v_cache_;  // dense mode: [layers][context][kv_dim] of the weights' type
+  // One sequence over blocks of the pool in order: the decode step's block
+  // table (the low-rank scratch has as many blocks) and prompt chunks' rows.
+  std::unique_ptr<IdentityPages> pages_;
+  // Dense mode: per layer, a pool of pages_'s blocks ([blocks * block_size][kv_dim] of the weights' type).
+  DeviceBuffer<uint8_t> k_cache_, v_cache_;
   std::unique_ptr<LowRankKv> lowrank_kv_;    // lowrank mode
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<int32_t> token_;

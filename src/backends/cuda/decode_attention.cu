@@ -1,28 +1,36 @@
-// Decode attention for one token (see decode_attention.h).
+// Decode attention for a batch of tokens (see decode_attention.h).
 //
-// Slices: CTA (split, kv head, head chunk) owns a slice of cache positions and
-// up to kMaxHeads query heads that share the kv head, so each K/V row is read
-// once per slice whatever the GQA ratio. A row of head_dim values is read by
-// head_dim / 8 lanes, 8 values each (one 16-byte load for a bf16 cache, two
-// for fp32: the element type is a template parameter that only changes the
-// loads and their unpacking); a warp thus covers 32 / (head_dim / 8) rows per
-// load, and each of these lane groups runs its own online softmax (max, sum,
-// unnormalized output) over the rows it reads, in batches of rows so that
-// one rescale serves several rows, with the next batch's loads issued before
-// the current one is consumed (two register buffers). Scores are
-// kept in the log2 domain (q is pre-scaled by log2(e) / sqrt(head_dim), so
+// Slices: CTA (split, kv head, row and head chunk) owns a slice of its row's
+// positions and up to kMaxHeads query heads that share the kv head, so each
+// K/V row is read once per slice whatever the GQA ratio. A position's pool
+// row comes from the sequence's block table (a lookup per row, issued a
+// round of batches ahead; block sizes are powers of two, so a shift and a
+// mask). A row of head_dim
+// values is read by head_dim / 8 lanes, 8 values each (one 16-byte load for a
+// bf16 cache, two for fp32: the element type is a template parameter that
+// only changes the loads and their unpacking), in a lane group of the next
+// power of two (head_dim 80 and 96 leave 6 and 4 of 16 lanes idle, so the
+// shuffle reductions stay butterflies); a warp thus covers 32 / group width
+// rows per load, and each of these lane groups runs its own online softmax
+// (max, sum, unnormalized output) over the rows it reads, in batches of rows
+// so that one rescale serves several rows, with the next batch's loads issued
+// before the current one is consumed (two register buffers). Scores are kept
+// in the log2 domain (q is pre-scaled by log2(e) / sqrt(head_dim), so
 // exp2f does the work). At the end the lane groups merge through shuffles,
 // the warps through shared memory, and the slice's (max, sum, output) goes to
-// the workspace. The slicing derives from *d_pos alone, so the grid is fixed
-// by max_ctx (graph capture) while the work per CTA follows the length.
+// the workspace. The slicing derives from the row's position alone, so the
+// grid is fixed by max_ctx and the batch (graph capture) while the work per
+// CTA follows the length. A row whose whole length is one slice writes its
+// output directly: no workspace, no arrival.
 //
 // The token's own row. q and k are rotated in registers: a lane holds 8
 // consecutive dims, and the other member of each rotation pair sits
 // head_dim / 16 lanes away (one shuffle). The CTA whose slice ends at the
 // token rotates k, rounds k and v to the cache type, stores them at the
-// cursor (head chunk 0 does) and seeds one lane group's softmax with that
-// row, so no thread reads a cache row written by this launch. This replaced a
-// RoPE + store kernel before the attention: one launch fewer a layer.
+// position's slot (head chunk 0 does) and seeds one lane group's softmax
+// with that row, so no thread reads a cache row written by this launch. This
+// replaced a RoPE + store kernel before the attention: one launch fewer a
+// layer.
 //
 // Merge. Each CTA counts itself in with an atomic after its slice's results
 // are visible (threadfence); the last CTA of a head group to arrive merges the
@@ -31,8 +39,9 @@
 //
 // Programmatic dependent launch: each warp's first K/V rows, written by
 // earlier steps, are requested and the RoPE angles computed before waiting
-// for the previous kernel, so the cache stream starts under that kernel's
-// tail and only q's loads follow the wait.
+// for the previous kernel (positions and block tables, like the cache rows,
+// are written before the step, not by that kernel), so the cache stream
+// starts under that kernel's tail and only q's loads follow the wait.
 #include "backends/cuda/decode_attention.h"
 
 #include <cuda_bf16.h>
@@ -57,18 +66,17 @@ constexpr int kMaxSplits = 256;    // the merge walks the slices serially
 constexpr int kMaxCtasPerSm = 4;    // more slices than this buys no bandwidth, costs merging
 
 struct Params {
-  const float* q;      // the token's q, k, v before RoPE
-  const float* k_new;
-  const float* v_new;
+  QkvRows qkv;  // the rows' q, k, v before RoPE
   const float* inv_freq;
-  void* k;  // cache rows of T (the kernel's template parameter)
+  void* k;  // pool rows of T (the kernel's template parameter)
   void* v;
-  const int* pos;
-  int max_ctx, group, kv_dim, splits;
+  PagedRows rows;
+  int block_shift;  // log2(block_size)
+  int max_ctx, group, n_heads, kv_dim, splits, head_chunks;
   float scale_log2;  // log2(e) / sqrt(head_dim)
-  float* ws_acc;     // [n_heads][splits][head_dim] unnormalized outputs
-  float* ws_ml;      // [n_heads][splits][2] (max in log2 units, sum of exp2)
-  int* arrivals;     // [n_kv_heads][head_chunks] slices done, zero between launches
+  float* ws_acc;     // [batch][n_heads][splits][head_dim] unnormalized outputs
+  float* ws_ml;      // [batch][n_heads][splits][2] (max in log2 units, sum of exp2)
+  int* arrivals;     // [batch][n_kv_heads][head_chunks] slices done, zero between launches
   float* out;
 };
 
@@ -147,12 +155,11 @@ __device__ __forceinline__ void load_token8(const float* p, float* f) {
 }
 
 // RoPE on the 8 dims this lane holds; the other member of each pair is in
-// lane ^ kHalfLanes. Every lane of the warp must call it.
-template <int kHalfLanes>
-__device__ __forceinline__ void rotate8(float* x, const float* sn, const float* cs, bool first_half) {
+// lane `partner`. Every lane of the warp must call it.
+__device__ __forceinline__ void rotate8(float* x, const float* sn, const float* cs, bool first_half, int partner) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
-    const float other = __shfl_xor_sync(0xffffffffu, x[e], kHalfLanes);
+    const float other = __shfl_sync(0xffffffffu, x[e], partner);
     x[e] = first_half ? rope_first(x[e], other, sn[e], cs[e]) : rope_second(other, x[e], sn[e], cs[e]);
   }
 }
@@ -160,9 +167,11 @@ __device__ __forceinline__ void rotate8(float* x, const float* sn, const float* 
 template <typename T, int kHeadDim, int kHeads>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   constexpr int kLoads = Raw8<T>::kLoads;
-  constexpr int kLanesPerRow = kHeadDim / 8;
-  constexpr int kHalfLanes = kLanesPerRow / 2;  // lanes per half of a head
-  constexpr int kSlots = 32 / kLanesPerRow;    // rows a warp covers per load
+  constexpr int kUsedLanes = kHeadDim / 8;  // lanes holding a row's values
+  // The lane group of a row: a power of two (shuffle butterflies), idle lanes past kUsedLanes.
+  constexpr int kLanesPerRow = kUsedLanes <= 8 ? 8 : kUsedLanes <= 16 ? 16 : 32;
+  constexpr int kHalfLanes = kUsedLanes / 2;  // lanes per half of a head
+  constexpr int kSlots = 32 / kLanesPerRow;   // rows a warp covers per load
   // Rows per lane group per step: bounded by registers, so fp32 rows, twice
   // the bits, take half as many (the same bytes in flight). One head per CTA
   // (MHA) takes 8: 128 registers, still 4 CTAs per SM, and a 33-40-row slice
@@ -182,14 +191,20 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int c = lane % kLanesPerRow, slot = lane / kLanesPerRow;
-  const int hq0 = blockIdx.z * kHeads;
+  const bool lane_used = c < kUsedLanes;
+  const int b = blockIdx.z / p.head_chunks, chunk = blockIdx.z % p.head_chunks;
+  const int hq0 = chunk * kHeads;
   const int nh = min(kHeads, p.group - hq0);
   const int head0 = blockIdx.y * p.group + hq0;
+  float* const out = p.out + (int64_t{b} * p.n_heads + head0) * kHeadDim;
 
-  const int pos = *p.pos;
+  const int pos = p.rows.pos[b];
   if (pos < 0 || pos >= p.max_ctx) {
+    // A padding row's zeros, or NaN for a position past the cache. After the
+    // wait: a kernel before this one may still read the previous layer's out.
+    wait_for_previous_kernel();
     if (blockIdx.x == 0)
-      for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) p.out[head0 * kHeadDim + i] = nanf("");
+      for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) out[i] = pos < 0 ? 0.0f : nanf("");
     return;
   }
   const int len = pos + 1;
@@ -200,26 +215,51 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   const bool owns_token = row_end == len;
   const int cached_end = owns_token ? pos : row_end;  // rows [row0, cached_end) come from the cache
 
+  // Position t's pool row through the sequence's block table.
+  const int32_t* table = p.rows.block_tables + int64_t{p.rows.seq ? p.rows.seq[b] : b} * p.rows.max_blocks;
+  const int block_mask = (1 << p.block_shift) - 1;
+  auto pool_row = [&](int32_t block, int t) { return (int64_t{block} << p.block_shift) | (t & block_mask); };
   const int64_t stride = p.kv_dim / 8 * kLoads;  // row stride in 16-byte groups
-  const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kLanesPerRow + c) * kLoads;
-  const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kLanesPerRow + c) * kLoads;
+  const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kUsedLanes + c) * kLoads;
+  const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kUsedLanes + c) * kLoads;
   Raw8<T> kw[kStages][kBatch], vw[kStages][kBatch];
   bool ok[kStages][kBatch];
+  // The blocks of the rows each buffer loads next. Batches are loaded in
+  // order, kStep rows apart, alternating between the buffers, so each load
+  // fetches the blocks of its buffer's next batch (kStages batches on) while
+  // its own rows are in flight: after the first batches, no table lookup
+  // stands before a batch's loads.
+  int32_t blocks[kStages][kBatch];
+  auto fetch_blocks = [&](int stage, int base) {
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      const int row = base + r * kWorkers + slot;
+      blocks[stage][r] = row < cached_end ? __ldg(table + (row >> p.block_shift)) : 0;
+    }
+  };
   // Batch `base` into buffer `stage` (a constant wherever this is inlined).
   auto load_rows = [&](int stage, int base) {
 #pragma unroll
     for (int r = 0; r < kBatch; ++r) {
       const int row = base + r * kWorkers + slot;
       ok[stage][r] = row < cached_end;  // rows past the slice may hold anything: never read them
-      kw[stage][r] = ok[stage][r] ? load_cache8<T>(kp + row * stride) : Raw8<T>{};
-      vw[stage][r] = ok[stage][r] ? load_cache8<T>(vp + row * stride) : Raw8<T>{};
+      const bool load = ok[stage][r] && lane_used;
+      const int64_t at = pool_row(blocks[stage][r], row) * stride;
+      kw[stage][r] = load ? load_cache8<T>(kp + at) : Raw8<T>{};
+      vw[stage][r] = load ? load_cache8<T>(vp + at) : Raw8<T>{};
     }
+    fetch_blocks(stage, base + kStages * kStep);
   };
   const int first_base = row0 + warp * kSlots;
+#pragma unroll
+  for (int stage = 0; stage < kStages; ++stage) fetch_blocks(stage, first_base + stage * kStep);
+  // The token's slot, in the CTA that stores it: its block asked for now, used after the wait.
+  const int32_t token_block = owns_token ? __ldg(table + (pos >> p.block_shift)) : 0;
   load_rows(0, first_base);
   // The angles of this lane's 8 dims, shared by q and k: they depend only on
   // pos and constants, so they are computed before the wait.
   const bool first_half = c < kHalfLanes;
+  const int partner = first_half ? lane + kHalfLanes : lane - kHalfLanes;
   float sn[8], cs[8];
 #pragma unroll
   for (int e = 0; e < 8; ++e) rope_angle(pos, p.inv_freq[(c % kHalfLanes) * 8 + e], &sn[e], &cs[e]);
@@ -230,10 +270,12 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
 #pragma unroll
   for (int g = 0; g < kHeads; ++g) {
     float x[8] = {};
-    if (g < nh) load_token8(p.q + (head0 + g) * kHeadDim + c * 8, x);
-    rotate8<kHalfLanes>(x, sn, cs, first_half);
+    if (g < nh && lane_used) load_token8(p.qkv.q + b * p.qkv.ldq + (head0 + g) * kHeadDim + c * 8, x);
+    rotate8(x, sn, cs, first_half, partner);
+    // Idle lanes (head_dim 80, 96) got their partner's values rotated in:
+    // zero, so that no score takes them in.
 #pragma unroll
-    for (int e = 0; e < 8; ++e) qr[g][e] = x[e] * p.scale_log2;
+    for (int e = 0; e < 8; ++e) qr[g][e] = lane_used ? x[e] * p.scale_log2 : 0.0f;
   }
 
   // Dot product of q head g with a row whose 8 dims of this lane are kf,
@@ -256,15 +298,17 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     for (int e = 0; e < 8; ++e) acc[g][e] = 0;
   }
   if (owns_token) {  // uniform across the CTA
-    float kf[8], vf[8];
-    load_token8(p.k_new + blockIdx.y * kHeadDim + c * 8, kf);
-    load_token8(p.v_new + blockIdx.y * kHeadDim + c * 8, vf);
-    rotate8<kHalfLanes>(kf, sn, cs, first_half);
+    float kf[8] = {}, vf[8] = {};
+    if (lane_used) {
+      load_token8(p.qkv.k + b * p.qkv.ldk + blockIdx.y * kHeadDim + c * 8, kf);
+      load_token8(p.qkv.v + b * p.qkv.ldv + blockIdx.y * kHeadDim + c * 8, vf);
+    }
+    rotate8(kf, sn, cs, first_half, partner);
 #pragma unroll
     for (int e = 0; e < 8; ++e) kf[e] = as_stored<T>(kf[e]), vf[e] = as_stored<T>(vf[e]);
     const bool seed = warp == 0 && slot == 0;
-    if (seed && blockIdx.z == 0) {
-      const int64_t at = int64_t{pos} * p.kv_dim + blockIdx.y * kHeadDim + c * 8;
+    if (seed && chunk == 0 && lane_used) {
+      const int64_t at = pool_row(token_block, pos) * p.kv_dim + blockIdx.y * kHeadDim + c * 8;
       store8<T>(static_cast<T*>(p.k) + at, kf);
       store8<T>(static_cast<T*>(p.v) + at, vf);
     }
@@ -349,7 +393,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       m[g] = m_new;
     }
   }
-  if (slot == 0) {
+  if (slot == 0 && lane_used) {
 #pragma unroll
     for (int g = 0; g < kHeads; ++g) {
       s_acc[warp][g][2 * c] = make_float4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]);
@@ -357,6 +401,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       if (c == 0) s_m[warp][g] = m[g], s_l[warp][g] = l[g];
     }
   }
+  // A row of one slice is done here; otherwise the slice goes to the workspace.
+  const int active = (len + slen - 1) / slen;
+  const int64_t slot0 = (int64_t{b} * p.n_heads + head0) * p.splits;  // (row, head0)'s first slice
   __syncthreads();
   for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) {
     const int g = i / kHeadDim, d = i % kHeadDim;
@@ -368,20 +415,24 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       o += wt * reinterpret_cast<const float*>(s_acc[w][g])[d];
       sum += wt * s_l[w][g];
     }
-    const int64_t slot_index = int64_t{head0 + g} * p.splits + blockIdx.x;
+    if (active == 1) {
+      out[i] = o / sum;
+      continue;
+    }
+    const int64_t slot_index = slot0 + int64_t{g} * p.splits + blockIdx.x;
     p.ws_acc[slot_index * kHeadDim + d] = o;
     if (d == 0) p.ws_ml[2 * slot_index] = mx, p.ws_ml[2 * slot_index + 1] = sum;
   }
+  if (active == 1) return;
 
   // Count this slice in once its results are visible; the last to arrive merges.
   // The barrier orders the CTA's workspace writes before thread 0's
   // acquire-release add, which publishes them and, in the last CTA, makes
   // every other slice's visible to the loads after the second barrier (one
   // L2 round trip instead of a full fence, the add and another fence).
-  const int active = (len + slen - 1) / slen;
   __syncthreads();
   if (threadIdx.x == 0) {
-    int* arrivals = p.arrivals + blockIdx.y * gridDim.z + blockIdx.z;
+    int* arrivals = p.arrivals + (int64_t{b} * gridDim.y + blockIdx.y) * p.head_chunks + chunk;
     s_last = arrive_acq_rel(arrivals) == active - 1;
     if (s_last) *arrivals = 0;  // every slice is in: ready for the next launch
   }
@@ -389,9 +440,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   if (!s_last) return;
   for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) {
     const int g = i / kHeadDim, d = i % kHeadDim;
-    const int64_t slot0 = int64_t{head0 + g} * p.splits;
-    const float* ml = p.ws_ml + 2 * slot0;
-    const float* acc_in = p.ws_acc + slot0 * kHeadDim + d;
+    const int64_t first = slot0 + int64_t{g} * p.splits;
+    const float* ml = p.ws_ml + 2 * first;
+    const float* acc_in = p.ws_acc + first * kHeadDim + d;
     // Other CTAs wrote these: read through L2 (__ldcg), never a stale L1 line.
     // One online pass; unrolled so that 16 slices' loads (one wave's worth
     // for MHA) are in flight together.
@@ -406,25 +457,33 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       o = fmaf(o, corr, w * a_s);
       mx = m_new;
     }
-    p.out[(head0 + g) * kHeadDim + d] = o / sum;
+    out[i] = o / sum;
   }
 }
 
 using KernelFn = void (*)(Params);
 
+// Query heads per CTA: the group's, rounded up to an instance (1, 2, 4 or 8);
+// a group past 8 takes several CTAs of 8 (head_chunks).
+template <typename T, int kHeadDim>
+KernelFn kernel_for_group(int group) {
+  if (group == 1) return attention_kernel<T, kHeadDim, 1>;
+  if (group == 2) return attention_kernel<T, kHeadDim, 2>;
+  if (group <= 4) return attention_kernel<T, kHeadDim, 4>;
+  return attention_kernel<T, kHeadDim, kMaxHeads>;
+}
+
 template <typename T>
 KernelFn kernel_for(const HeadShape& shape) {
   const int group = shape.n_heads / shape.n_kv_heads;
-  const int heads = group >= kMaxHeads ? kMaxHeads : group > 2 ? 4 : group;  // per CTA
-  const int pick = heads == 1 ? 0 : heads == 2 ? 1 : heads == 4 ? 2 : 3;
-  if (shape.head_dim == 64) {
-    const KernelFn k[] = {attention_kernel<T, 64, 1>, attention_kernel<T, 64, 2>, attention_kernel<T, 64, 4>,
-                          attention_kernel<T, 64, kMaxHeads>};
-    return k[pick];
+  switch (shape.head_dim) {
+    case 64: return kernel_for_group<T, 64>(group);
+    case 80: return kernel_for_group<T, 80>(group);
+    case 96: return kernel_for_group<T, 96>(group);
+    case 128: return kernel_for_group<T, 128>(group);
+    case 256: return kernel_for_group<T, 256>(group);
   }
-  const KernelFn k[] = {attention_kernel<T, 128, 1>, attention_kernel<T, 128, 2>, attention_kernel<T, 128, 4>,
-                        attention_kernel<T, 128, kMaxHeads>};
-  return k[pick];
+  fail("decode_attention", "head_dim ", shape.head_dim, " has no kernel");
 }
 
 KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
@@ -433,10 +492,11 @@ KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
 
 }  // namespace
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch) {
   const char* where = "plan_decode_attention";
   check_head_shape(shape, where);
   check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
+  check(batch >= 1, where, "batch ", batch, " must be positive");
   int device = 0, sm_count = 0, resident = INT_MAX;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
@@ -448,51 +508,63 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx) {
   const int group = shape.n_heads / shape.n_kv_heads;
   DecodeAttentionPlan plan;
   plan.head_chunks = static_cast<int>(ceil_div(group, kMaxHeads));
+  check(int64_t{batch} * plan.head_chunks <= 65535, where, "batch ", batch, " of ", plan.head_chunks,
+        " head chunks exceeds the grid");
   // As many slices as fill one wave of resident CTAs: a second, partial wave
   // would cost as long as the first (bench/kernels/decode_attention_notes.md).
-  const int64_t ctas_per_split = int64_t{shape.n_kv_heads} * plan.head_chunks;
+  // A batch that fills the wave alone takes one slice a row.
+  const int64_t ctas_per_split = int64_t{batch} * shape.n_kv_heads * plan.head_chunks;
   const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
   plan.splits = static_cast<int>(std::clamp<int64_t>(
       slots / ctas_per_split, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
   static_assert(sizeof(int) == sizeof(float), "the arrival counters take one float slot each");
-  plan.workspace_floats =
-      size_t(shape.n_heads) * plan.splits * (shape.head_dim + 2) + size_t(shape.n_kv_heads) * plan.head_chunks;
+  plan.workspace_floats = size_t(batch) * (size_t(shape.n_heads) * plan.splits * (shape.head_dim + 2) +
+                                           size_t(shape.n_kv_heads) * plan.head_chunks);
   return plan;
 }
 
-void decode_attention(const float* q, const float* k, const float* v, const float* inv_freq,
-                      const KvCacheLayer& cache, const int* d_pos, const HeadShape& shape, float* workspace,
-                      size_t workspace_floats, float* out, cudaStream_t stream, bool pdl) {
+void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLayer& cache, const PagedRows& rows,
+                      int batch, int max_ctx, const HeadShape& shape, float* workspace, size_t workspace_floats,
+                      float* out, cudaStream_t stream, bool pdl) {
   const char* where = "decode_attention";
   check_head_shape(shape, where);
   check_cache(cache, where);
-  check(q != nullptr && k != nullptr && v != nullptr && inv_freq != nullptr && d_pos != nullptr &&
-            workspace != nullptr && out != nullptr,
+  check_paged_rows(rows, where);
+  check(max_ctx >= 1 && max_ctx <= table_reach(rows, cache), where, "max_ctx ", max_ctx, " is past the ",
+        table_reach(rows, cache), " positions a block-table row reaches");
+  check(qkv.q != nullptr && qkv.k != nullptr && qkv.v != nullptr && inv_freq != nullptr && workspace != nullptr &&
+            out != nullptr,
         where, "null argument");
-  const DecodeAttentionPlan plan = plan_decode_attention(shape, cache.max_ctx);
+  const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim, kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
+  check(qkv.ldq >= q_dim && qkv.ldk >= kv_dim && qkv.ldv >= kv_dim, where, "row strides ", qkv.ldq,
+        ", ", qkv.ldk, ", ", qkv.ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
+  const DecodeAttentionPlan plan = plan_decode_attention(shape, max_ctx, batch);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 
   Params p{};
-  p.q = q;
-  p.k_new = k;
-  p.v_new = v;
+  p.qkv = qkv;
   p.inv_freq = inv_freq;
   p.k = cache.k;
   p.v = cache.v;
-  p.pos = d_pos;
-  p.max_ctx = cache.max_ctx;
+  p.rows = rows;
+  p.block_shift = 0;
+  while ((1 << p.block_shift) < cache.block_size) ++p.block_shift;
+  p.max_ctx = max_ctx;
   p.group = shape.n_heads / shape.n_kv_heads;
-  p.kv_dim = shape.n_kv_heads * shape.head_dim;
+  p.n_heads = shape.n_heads;
+  p.kv_dim = static_cast<int>(kv_dim);
   p.splits = plan.splits;
+  p.head_chunks = plan.head_chunks;
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
+  const size_t slices = size_t(batch) * shape.n_heads * plan.splits;
   p.ws_acc = workspace;
-  p.ws_ml = workspace + size_t(shape.n_heads) * plan.splits * shape.head_dim;
-  p.arrivals = reinterpret_cast<int*>(p.ws_ml + size_t(shape.n_heads) * plan.splits * 2);
+  p.ws_ml = workspace + slices * shape.head_dim;
+  p.arrivals = reinterpret_cast<int*>(p.ws_ml + slices * 2);
   p.out = out;
 
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(plan.splits, shape.n_kv_heads, plan.head_chunks);
+  config.gridDim = dim3(plan.splits, shape.n_kv_heads, batch * plan.head_chunks);
   config.blockDim = dim3(kThreads);
   config.stream = stream;
   cudaLaunchAttribute attr{};

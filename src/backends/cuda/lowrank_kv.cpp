@@ -16,7 +16,7 @@ const DevicePacked::Part& v_part(const DeviceLayer& l) { return l.qkv.parts[2]; 
 }  // namespace
 
 LowRankKv::LowRankKv(const DeviceModel& weights, int context, const float* inv_freq, cudaStream_t stream)
-    : weights_(weights), context_(context), inv_freq_(inv_freq), stream_(stream), gemm_(stream) {
+    : weights_(weights), context_(context), inv_freq_(inv_freq), stream_(stream), gemm_(stream), pages_(context) {
   check(weights.type() == ElementType::BF16, kWhere, "needs bf16 weights (not --precision fp32)");
   const ModelConfig& c = weights.config();
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
@@ -34,8 +34,8 @@ LowRankKv::LowRankKv(const DeviceModel& weights, int context, const float* inv_f
   }
   k_rows_ = DeviceBuffer<float>(static_cast<size_t>(context) * kv_dim);
   v_rows_ = DeviceBuffer<float>(k_rows_.size());
-  k_scratch_ = DeviceBuffer<__nv_bfloat16>(k_rows_.size());
-  v_scratch_ = DeviceBuffer<__nv_bfloat16>(k_rows_.size());
+  k_scratch_ = DeviceBuffer<__nv_bfloat16>(static_cast<size_t>(pages_.num_blocks()) * pages_.block_size() * kv_dim);
+  v_scratch_ = DeviceBuffer<__nv_bfloat16>(k_scratch_.size());
 }
 
 void LowRankKv::store_token(int layer, const float* k_rank, const float* v_rank, const int* d_pos) {
@@ -69,12 +69,12 @@ void LowRankKv::rebuild(int layer, int rows) {
   gemm_.run(padded_k(v_part(w).second), l.v.data(), l.ld_v, rows, v_rows_.data(), kv_dim, ElementType::F32);
   if (k_part(w).bias) add_bias(k_rows_.data(), kv_dim, k_part(w).bias, rows, kv_dim, stream_);
   if (v_part(w).bias) add_bias(v_rows_.data(), kv_dim, v_part(w).bias, rows, kv_dim, stream_);
-  rope_store_kv_rows(nullptr, 0, k_rows_.data(), kv_dim, v_rows_.data(), kv_dim, inv_freq_, 0, rows,
+  rope_store_kv_rows({nullptr, k_rows_.data(), v_rows_.data(), 0, kv_dim, kv_dim}, inv_freq_, pages_.chunk(0), rows,
                      HeadShape{c.n_heads, c.n_kv_heads, c.head_dim}, scratch(), nullptr, stream_);
 }
 
 KvCacheLayer LowRankKv::scratch() const {
-  return KvCacheLayer{k_scratch_.data(), v_scratch_.data(), context_, ElementType::BF16};
+  return pages_.pool(k_scratch_.data(), v_scratch_.data(), ElementType::BF16);
 }
 
 size_t LowRankKv::bytes() const {

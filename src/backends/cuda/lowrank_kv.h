@@ -15,6 +15,7 @@
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_model.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/identity_pages.h"
 #include "backends/cuda/kv_cache.h"
 
 namespace fsvd::cuda {
@@ -34,8 +35,10 @@ class LowRankKv {
                   int64_t n);
   // Rebuilds rows [0, rows) of the layer's K (RoPE'd) and V into scratch().
   void rebuild(int layer, int rows);
-  // The dense cache attention reads: valid for one layer at a time.
+  // The cache attention reads (a pool of pages().num_blocks() blocks in
+  // order, so dense): valid for one layer at a time.
   KvCacheLayer scratch() const;
+  const IdentityPages& pages() const { return pages_; }
   // Device bytes: rank caches, the scratch cache and the rebuild's fp32 rows.
   size_t bytes() const;
 
@@ -49,9 +52,10 @@ class LowRankKv {
   const float* inv_freq_;
   cudaStream_t stream_;
   Gemm gemm_;
+  IdentityPages pages_;
   std::vector<Layer> layers_;
   DeviceBuffer<float> k_rows_, v_rows_;              // [context][kv_dim] fp32: the rebuild's GEMM outputs
-  DeviceBuffer<__nv_bfloat16> k_scratch_, v_scratch_;  // [context][kv_dim]
+  DeviceBuffer<__nv_bfloat16> k_scratch_, v_scratch_;  // [blocks * block_size][kv_dim]
 };
 
 }  // namespace fsvd::cuda

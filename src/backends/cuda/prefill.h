@@ -24,15 +24,17 @@ class Prefill {
   Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream);
 
   // Runs tokens at positions [pos, pos + n) (n at most max_rows()), filling
-  // caches[l] rows [pos, pos + n) for every layer; with a low-rank KV cache,
-  // its rank rows instead, attending over its scratch cache (rebuilt first
-  // for rows before pos). The final hidden states (before the final norm)
-  // are left in hidden(): [n, hidden] fp32; with `last_row_only`, only row
-  // n - 1's (the last layer's attention output and MLP run for that row
-  // alone, all the next token needs; the caches are filled for every row).
-  // Enqueued on the stream, not synchronized.
+  // caches[l] rows [pos, pos + n) for every layer through `rows` (the
+  // chunk's positions over an identity block table, IdentityPages::chunk:
+  // prefill attention and the v GEMM read and write the pool as dense); with
+  // a low-rank KV cache, its rank rows instead, attending over its scratch
+  // cache (rebuilt first for rows before pos). The final hidden states
+  // (before the final norm) are left in hidden(): [n, hidden] fp32; with
+  // `last_row_only`, only row n - 1's (the last layer's attention output and
+  // MLP run for that row alone, all the next token needs; the caches are
+  // filled for every row). Enqueued on the stream, not synchronized.
   void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches,
-           bool last_row_only = false);
+           const PagedRows& rows, bool last_row_only = false);
   void run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, bool last_row_only = false);
   // Logits [n, vocab] fp32 (device memory owned here) of the first n rows of
   // the last run, which must have computed every row; enqueued, not synchronized.
@@ -45,8 +47,9 @@ class Prefill {
   // Embeds the chunk; returns its length.
   int64_t start(std::span<const int32_t> tokens, bool last_row_only);
   // One layer over the chunk of n rows, from the attention output on for rows
-  // [row0, n) only; `lowrank` (or null) as in run().
-  void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, LowRankKv* lowrank);
+  // [row0, n) only; `rows` and `lowrank` (or null) as in run().
+  void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
+             LowRankKv* lowrank);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
   // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.

@@ -331,11 +331,18 @@ void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream
 
 }  // namespace
 
+bool prefill_attention_supports(const HeadShape& shape) { return shape.head_dim == 64 || shape.head_dim == 128; }
+
 void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int pos, int n,
                        const HeadShape& shape, __nv_bfloat16* out, cudaStream_t stream) {
   const char* where = "prefill_attention";
   check_head_shape(shape, where);
-  check_cache_rows(pos, n, cache, where);
+  check(prefill_attention_supports(shape), where, "head_dim ", shape.head_dim, " is not supported (64 or 128)");
+  check_cache(cache, where);
+  check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
+  check(n >= 1, where, "n ", n, " must be positive");
+  check(pos >= 0 && int64_t{pos} + n <= cache.rows(), where, "positions [", pos, ", ", int64_t{pos} + n,
+        ") do not fit a cache of ", cache.rows(), " rows");
   check(q != nullptr && out != nullptr, where, "null argument");
   check(reinterpret_cast<uintptr_t>(q) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0,
         where, "q and out must be 16-byte aligned");

@@ -1,5 +1,6 @@
 // CudaExecutor against the fp32 CpuExecutor on random models covering every
-// path of the decode step: MHA and GQA, head_dim 64 and 128, low-rank
+// path of the decode step: MHA and GQA (a group of 7 too), head_dim 64 and
+// 128 (and 80 and 256, whose prompts run as decode steps), low-rank
 // projections of odd and unequal ranks, dense parts mixed in, shared first
 // factors, q/k/v biases, tied and (low-rank) untied lm_heads. Also the bytes
 // the upload de-duplicates and the Errors for unsupported requests. The GPU
@@ -65,6 +66,8 @@ std::vector<Case> cases() {
   ModelConfig gqa4 = testing::small_config(264, 456, 4, 8, 2, 64, 333);
   ModelConfig gqa4_128 = testing::small_config(320, 392, 4, 4, 1, 128, 280);
   gqa4_128.tied_embeddings = true;
+  ModelConfig gqa7_80 = testing::small_config(224, 300, 2, 7, 1, 80, 263);
+  ModelConfig gqa2_256 = testing::small_config(192, 280, 2, 4, 2, 256, 271);
   return {
       // All low-rank, gate and up of one rank: one stacked gate|up second factor.
       {"MhaLowRankHd64TiedBias", spec(mha, {37, 21, 29, 45, 51, 51, 43}, true, 1, 0, 11)},
@@ -74,6 +77,9 @@ std::vector<Case> cases() {
       {"Gqa4SharedHd64LowRankHead", spec(gqa4, {45, 23, 31, 57, 61, 53, 39}, false, 2, 27, 13)},
       // Shared first factors with the stacked gate|up, tied lm_head.
       {"Gqa4SharedFusedHd128Tied", spec(gqa4_128, {29, 13, 17, 35, 47, 47, 41}, true, 2, 0, 14)},
+      // Head sizes prefill attention does not take; a group of 7 query heads (8 a CTA).
+      {"Gqa7Hd80", spec(gqa7_80, {33, 17, 19, 41, 37, 37, 29}, false, 1, 0, 15)},
+      {"Gqa2Hd256Bias", spec(gqa2_256, {0, 21, 27, 0, 31, 35, 0}, true, 1, 0, 16)},
   };
 }
 

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_buffer.h"
+#include "backends/cuda/identity_pages.h"
 #include "backends/cuda/kv_cache.h"
 #include "core/dtype.h"
 
@@ -75,15 +76,16 @@ DeviceBuffer<T> to_device(const std::vector<T>& v) {
   return d;
 }
 
-// A poisoned bf16 KV cache of max_ctx rows on the device.
+// A poisoned bf16 KV cache for ctx positions on the device: one sequence
+// over blocks in order (the executor's layout), so row t holds position t.
 struct DeviceCache {
+  IdentityPages pages;
   DeviceBuffer<uint16_t> k, v;
-  int max_ctx;
   DeviceCache(const HeadShape& s, int ctx)
-      : k(size_t(ctx) * s.n_kv_heads * s.head_dim), v(k.size()), max_ctx(ctx) {
+      : pages(ctx), k(size_t(pages.num_blocks()) * pages.block_size() * s.n_kv_heads * s.head_dim), v(k.size()) {
     poison(k), poison(v);
   }
-  KvCacheLayer layer() { return {k.data(), v.data(), max_ctx}; }
+  KvCacheLayer layer() const { return pages.pool(k.data(), v.data(), ElementType::BF16); }
 };
 
 inline std::string describe(const HeadShape& s, int pos, int n) {

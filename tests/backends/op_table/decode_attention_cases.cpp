@@ -1,10 +1,17 @@
-// Cases of decode_attention: one token's RoPE, its k and v stored at the
-// cursor, split-KV attention over the cache, for GQA ratios 1 to 16, head
-// sizes 64 and 128, bf16 and fp32 caches and lengths from one position to
-// many KV slices (every length up to 300 for one shape). The cache rows from
-// the token's own on are NaN: the op must take the token's k and v from its
-// inputs and never read past it. The reference: cpu::rope, then
-// cpu::attention over the cache as the device holds it.
+// Cases of decode_attention: a batch of rows, one new token each, over a
+// paged pool: RoPE, the token's k and v stored at its slot, split-KV
+// attention over the row's own pages. Batch 1 over blocks of 16 in order
+// (the executor's layout) for GQA ratios 1 to 16, head sizes 64 and 128,
+// bf16 and fp32 caches and lengths from one position to many KV slices
+// (every length up to 300 for one shape); one sequence over shuffled blocks;
+// batches of 2 to 33 sequences at lengths from 1 to 1100 with padding rows,
+// over block tables of blocks of 16, 64 and 256, for GQA ratios 1 to 8 and
+// head sizes 64, 80, 96, 128 and 256. q, k and v are column slices of one
+// packed row of odd stride. Pool rows that no sequence has filled (the
+// tokens' own slots, rows past each length, blocks nobody owns) are NaN:
+// the op must take the tokens' k and v from its inputs and never read
+// another row. The reference: cpu::rope, then cpu::attention with a paged
+// KvView over the pool as the device holds it.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -24,102 +31,167 @@ using std::to_string;
 
 class DecodeAttention final : public OpCase {
  public:
-  DecodeAttention(ElementType type, HeadShape s, int max_ctx, int len, bool pdl, std::string model)
-      : OpCase("decode_attention",
-               type_name(type) + " " + describe(s) + " ctx=" + to_string(max_ctx) + " len=" + to_string(len) +
-                   (pdl ? " pdl" : "") + (model.empty() ? "" : " " + model),
-               !model.empty()),
-        type_(type), s_(s), max_ctx_(max_ctx), pos_(len - 1), pdl_(pdl),
-        q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim) {}
+  // Row b at position lens[b] - 1, or a padding row where lens[b] is 0.
+  DecodeAttention(ElementType type, HeadShape s, int max_ctx, std::vector<int> lens, int block_size, bool shuffled,
+                  bool pdl, std::string model)
+      : OpCase("decode_attention", params(type, s, max_ctx, lens, block_size, shuffled, pdl, model), !model.empty()),
+        type_(type), s_(s), max_ctx_(max_ctx), pdl_(pdl), batch_(static_cast<int>(lens.size())),
+        q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
+        ld_(q_dim_ + 2 * kv_dim_ + 3), layout_(lens, block_size, max_ctx, shuffled) {
+    for (int len : lens) pos_.push_back(len - 1);
+  }
 
   std::vector<Expected> reference() const override {
     const std::vector<float> inv = rope_frequencies(s_.head_dim, false);
-    std::vector<float> q = token(93, q_dim_, 2.0f), k = token(94, kv_dim_);
-    cpu::rope(q.data(), 1, q_dim_, s_.n_heads, s_.head_dim, pos_, inv.data());
-    cpu::rope(k.data(), 1, kv_dim_, s_.n_kv_heads, s_.head_dim, pos_, inv.data());
-    const std::vector<float> k_row = as_stored(k, type_), v_row = as_stored(token(95, kv_dim_), type_);
-    std::vector<float> kc = cache(91), vc = cache(92);
-    std::copy(k_row.begin(), k_row.end(), kc.begin() + pos_ * kv_dim_);
-    std::copy(v_row.begin(), v_row.end(), vc.begin() + pos_ * kv_dim_);
-    std::vector<float> out(q_dim_);
-    cpu::attention(q.data(), q_dim_, {kc.data(), vc.data(), kv_dim_}, 1, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
-                   out.data());
+    std::vector<float> rows = packed(), kc = pool(91), vc = pool(92), out(batch_ * q_dim_, 0.0f);
+    for (int b = 0; b < batch_; ++b) {
+      if (pos_[b] < 0) continue;  // padding: zeros out, nothing stored
+      float* row = &rows[b * ld_];
+      cpu::rope(row, 1, ld_, s_.n_heads, s_.head_dim, pos_[b], inv.data());
+      cpu::rope(row + q_dim_, 1, ld_, s_.n_kv_heads, s_.head_dim, pos_[b], inv.data());
+      const int64_t slot = layout_.row(b, pos_[b]) * kv_dim_;
+      for (int64_t i = 0; i < kv_dim_; ++i) {
+        kc[slot + i] = stored(row[q_dim_ + i]);
+        vc[slot + i] = stored(row[q_dim_ + kv_dim_ + i]);
+      }
+      cpu::attention(row, ld_, layout_.view(kc.data(), vc.data(), kv_dim_, b), 1, pos_[b],
+                     {s_.n_heads, s_.n_kv_heads, s_.head_dim}, &out[b * q_dim_]);
+    }
     // fp32: exp2 of log2-scaled scores against exp and the sums' orders; the
     // CPU's serial fp32 sums alone are ~3e-6 from double at 4097 positions. An
     // output averages value rows, ~sqrt(len) smaller than they are, so a lost
-    // or doubled position shows far above either bound.
-    return {{"out", out,
-             type_ == ElementType::F32 ? relative_l2(1e-5, "fp32 softmax and sums in other orders")
-                                       : relative_l2(1e-3, "the serving path's bound over a bf16 cache")},
-            {"k row", k_row, rope_tolerance(type_)},
-            {"v row", v_row, exact("v stored as it came, rounded for bf16")}};
+    // or doubled position shows far above either bound. Held per row too: a
+    // padding row must be zeros, and one row's error must not hide in a batch.
+    Tolerance tol = type_ == ElementType::F32 ? relative_l2(1e-5, "fp32 softmax and sums in other orders")
+                                              : relative_l2(1e-3, "the serving path's bound over a bf16 cache");
+    tol.row = q_dim_;
+    tol.row_rel = tol.rel;
+    return {{"out", out, tol},
+            {"k pool", kc, rope_tolerance(type_)},
+            {"v pool", vc, exact("v stored as it came, rounded for bf16; no other row written")}};
   }
 
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
-      DeviceArray k_cache, v_cache;
-      DeviceBuffer<float> q, k, v, inv, workspace, out;
+      DeviceArray k_pool, v_pool;
+      DeviceBuffer<float> rows, inv, workspace, out;
       DeviceBuffer<int> pos;
+      DeviceBuffer<int32_t> tables;
     };
-    State state{DeviceArray(cache(91), type_), DeviceArray(cache(92), type_), to_device(token(93, q_dim_, 2.0f)),
-                to_device(token(94, kv_dim_)), to_device(token(95, kv_dim_)),
+    State state{DeviceArray(pool(91), type_),
+                DeviceArray(pool(92), type_),
+                to_device(packed()),
                 to_device(rope_frequencies(s_.head_dim, false)),
-                DeviceBuffer<float>(cuda::plan_decode_attention(s_, max_ctx_).workspace_floats),
-                poisoned<float>(q_dim_), to_device(std::vector<int>{pos_})};
+                DeviceBuffer<float>(cuda::plan_decode_attention(s_, max_ctx_, batch_).workspace_floats),
+                poisoned<float>(batch_ * q_dim_),
+                to_device(pos_),
+                to_device(layout_.tables)};
     state.workspace.zero();
-    // Rows from the token's on are NaN: written by the op, or never read.
-    const size_t row = kv_dim_ * element_bytes(type_);
-    for (const DeviceArray* c : {&state.k_cache, &state.v_cache})
-      FSVD_CUDA_CHECK(cudaMemset(static_cast<uint8_t*>(c->data()) + pos_ * row, 0xff, (max_ctx_ - pos_) * row));
     return device_op(
         std::move(state),
-        [s = s_, max_ctx = max_ctx_, pdl = pdl_](State& st, cudaStream_t stream) {
-          cuda::decode_attention(st.q.data(), st.k.data(), st.v.data(), st.inv.data(),
-                                 {st.k_cache.data(), st.v_cache.data(), max_ctx, st.k_cache.type()}, st.pos.data(), s,
+        [s = s_, max_ctx = max_ctx_, batch = batch_, pdl = pdl_, q_dim = q_dim_, kv_dim = kv_dim_, ld = ld_,
+         block_size = layout_.block_size, num_blocks = layout_.num_blocks,
+         max_blocks = layout_.max_blocks](State& st, cudaStream_t stream) {
+          const float* r = st.rows.data();
+          cuda::decode_attention({r, r + q_dim, r + q_dim + kv_dim, ld, ld, ld}, st.inv.data(),
+                                 {st.k_pool.data(), st.v_pool.data(), block_size, num_blocks, st.k_pool.type()},
+                                 {st.pos.data(), nullptr, st.tables.data(), max_blocks}, batch, max_ctx, s,
                                  st.workspace.data(), st.workspace.size(), st.out.data(), stream, pdl);
         },
-        [first = pos_ * kv_dim_, n = kv_dim_](State& st, cudaStream_t) {
-          return Outputs{st.out.download(), st.k_cache.download(first, n), st.v_cache.download(first, n)};
+        [](State& st, cudaStream_t) {
+          return Outputs{st.out.download(), st.k_pool.download(), st.v_pool.download()};
         });
   }
 
   Cost cost() const override {
-    const double len = pos_ + 1, e = element_bytes(type_);
-    return {2 * len * kv_dim_ * e + q_dim_ * 8.0 + kv_dim_ * 8.0, 4.0 * len * q_dim_};
+    double bytes = 0, flops = 0;
+    const double e = element_bytes(type_);
+    for (int p : pos_) {
+      if (p < 0) continue;
+      bytes += 2 * (p + 1.0) * kv_dim_ * e + q_dim_ * 8.0 + kv_dim_ * 8.0;
+      flops += 4.0 * (p + 1) * q_dim_;
+    }
+    return {bytes, flops};
   }
 
  private:
-  std::vector<float> cache(uint64_t seed) const { return as_stored(random_values(max_ctx_ * kv_dim_, seed), type_); }
-  static std::vector<float> token(uint64_t seed, int64_t n, float stddev = 1.0f) {
-    return random_values(n, seed, stddev);
+  static std::string params(ElementType type, HeadShape s, int max_ctx, const std::vector<int>& lens,
+                            int block_size, bool shuffled, bool pdl, const std::string& model) {
+    std::string p = type_name(type) + " " + describe(s) + " ctx=" + to_string(max_ctx);
+    p += lens.size() == 1 ? " len=" + to_string(lens[0])
+                          : " batch=" + to_string(lens.size()) +
+                                " max_len=" + to_string(*std::max_element(lens.begin(), lens.end()));
+    if (block_size != cuda::kDefaultBlockSize) p += " bs=" + to_string(block_size);
+    return p + (shuffled ? " shuffled" : "") + (pdl ? " pdl" : "") + (model.empty() ? "" : " " + model);
+  }
+  float stored(float x) const { return type_ == ElementType::BF16 ? round_bf16(x) : x; }
+  // The pool as the step finds it: each sequence's rows before its token.
+  std::vector<float> pool(uint64_t seed) const {
+    std::vector<int> filled(pos_.size());
+    std::transform(pos_.begin(), pos_.end(), filled.begin(), [](int p) { return std::max(p, 0); });
+    return layout_.keep_filled(as_stored(random_values(layout_.pool_rows() * kv_dim_, seed), type_), kv_dim_,
+                               filled);
+  }
+  // The rows' q | k | v, one packed row each (q scaled up: sharper softmax).
+  std::vector<float> packed() const {
+    std::vector<float> rows = random_values(batch_ * ld_, 95);
+    const std::vector<float> q = random_values(batch_ * q_dim_, 93, 2.0f);
+    for (int b = 0; b < batch_; ++b) std::copy_n(&q[b * q_dim_], q_dim_, &rows[b * ld_]);
+    return rows;
   }
   ElementType type_;
   HeadShape s_;
-  int max_ctx_, pos_;
+  int max_ctx_;
   bool pdl_;
-  int64_t q_dim_, kv_dim_;
+  int batch_;
+  int64_t q_dim_, kv_dim_, ld_;
+  PagedLayout layout_;
+  std::vector<int> pos_;
 };
 
 }  // namespace
 
 void add_decode_attention_cases(Table& t) {
-  // GQA ratios 1, 3, 4, 8 and 16 (two CTAs per kv head), both head sizes;
-  // PDL on for odd lengths.
+  auto add = [&](ElementType type, HeadShape s, int max_ctx, std::vector<int> lens, int block_size, bool shuffled,
+                 bool pdl, std::string model = "") {
+    t.push_back(std::make_unique<DecodeAttention>(type, s, max_ctx, std::move(lens), block_size, shuffled, pdl,
+                                                  std::move(model)));
+  };
+  constexpr int kBs = cuda::kDefaultBlockSize;
+  // Batch 1 in order: GQA ratios 1, 3, 4, 8 and 16 (two CTAs per kv head),
+  // both head sizes the executor has always run; PDL on for odd lengths.
   const HeadShape shapes[] = {{8, 8, 64}, {9, 3, 128}, {32, 8, 128}, {32, 4, 64}, {16, 1, 128}};
   for (ElementType type : {ElementType::BF16, ElementType::F32})
     for (const HeadShape& s : shapes)
-      for (int len : {4097, 1000, 257, 256, 255, 37, 2, 1})
-        t.push_back(std::make_unique<DecodeAttention>(type, s, 4097, len, len % 2 == 1, ""));
+      for (int len : {4097, 1000, 257, 256, 255, 37, 2, 1}) add(type, s, 4097, {len}, kBs, false, len % 2 == 1);
   // Every slice boundary of one plan (bf16 and fp32 caches share the partition).
-  for (int len = 1; len <= 300; ++len)
-    t.push_back(std::make_unique<DecodeAttention>(ElementType::F32, HeadShape{12, 4, 64}, 300, len, false, ""));
-  // LLaMA-7B (MHA) and Llama-3-8B (GQA 4) decode steps, as the executor launches them.
-  for (int len : {512, 4096})
-    t.push_back(
-        std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 32, 128}, 4096, len, true, "llama-7b"));
-  for (int len : {1024, 8192})
-    t.push_back(
-        std::make_unique<DecodeAttention>(ElementType::BF16, HeadShape{32, 8, 128}, 8192, len, true, "llama-3-8b"));
+  for (int len = 1; len <= 300; ++len) add(ElementType::F32, {12, 4, 64}, 300, {len}, kBs, false, false);
+
+  // Batches: GQA ratios 1 to 8 (5, 6 and 7 round up to 8 heads a CTA), every
+  // head size. Row lengths from a list of 1 to 1100 (0: a padding row), a
+  // different window of it for each batch size.
+  const HeadShape batch_shapes[] = {{8, 8, 64},  {8, 4, 80},  {9, 3, 96},  {16, 4, 128},
+                                    {10, 2, 256}, {12, 2, 96}, {14, 2, 80}, {8, 1, 256}};
+  const int lens[] = {300, 0,  1,   1100, 64, 33, 700, 17, 0,   257, 2,    513, 65, 900, 48, 129, 0,
+                      1000, 5, 96,  31,   32, 600, 200, 7, 0,   450, 16,  1024, 15, 3,   80, 150};
+  constexpr int kLens = sizeof(lens) / sizeof(lens[0]);
+  for (ElementType type : {ElementType::BF16, ElementType::F32}) {
+    for (const HeadShape& s : batch_shapes) {
+      add(type, s, 1100, {1000}, 64, true, false);  // one sequence over shuffled blocks
+      for (int batch : {2, 5, 8, 33}) {
+        std::vector<int> rows(batch);
+        for (int b = 0; b < batch; ++b) rows[b] = lens[(b + batch) % kLens];
+        for (int block_size : {16, 64, 256}) add(type, s, 1100, rows, block_size, batch != 2, batch % 2 == 1);
+      }
+    }
+  }
+
+  // LLaMA-7B (MHA) and Llama-3-8B (GQA 4) decode steps, as the executor
+  // launches them; LLaMA-7B for 8 sequences as a batching engine would.
+  const HeadShape llama7b{32, 32, 128}, llama3{32, 8, 128};
+  for (int len : {512, 4096}) add(ElementType::BF16, llama7b, 4096, {len}, kBs, false, true, "llama-7b");
+  for (int len : {1024, 8192}) add(ElementType::BF16, llama3, 8192, {len}, kBs, false, true, "llama-3-8b");
+  add(ElementType::BF16, llama7b, 4096, std::vector<int>(8, 512), kBs, true, true, "llama-7b");
 }
 
 }  // namespace fsvd::optable

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <utility>
 
 #include "core/dtype.h"
@@ -38,6 +40,34 @@ std::vector<float> with_stride(std::span<const float> values, int64_t rows, int6
   std::vector<float> out(rows * ld, std::numeric_limits<float>::quiet_NaN());
   for (int64_t r = 0; r < rows; ++r) std::memcpy(&out[r * ld], &values[r * cols], cols * sizeof(float));
   return out;
+}
+
+PagedLayout::PagedLayout(std::span<const int> lens, int block_size, int max_ctx, bool shuffled, int spare)
+    : block_size(block_size), max_blocks((max_ctx + block_size - 1) / block_size), num_blocks(spare),
+      lens(lens.begin(), lens.end()) {
+  std::vector<int> owned;  // blocks of each sequence, in sequence order
+  for (int len : lens) {
+    owned.push_back((len + block_size - 1) / block_size);
+    num_blocks += owned.back();
+  }
+  std::vector<int32_t> order(num_blocks);  // order[i]: the pool block of the i-th block handed out
+  std::iota(order.begin(), order.end(), 0);
+  if (shuffled) std::shuffle(order.begin(), order.end(), std::mt19937(num_blocks));
+  const int32_t spare_block = order.back();  // handed to no sequence
+  tables.assign(lens.size() * max_blocks, spare_block);
+  int next = 0;
+  for (size_t s = 0; s < lens.size(); ++s)
+    for (int i = 0; i < owned[s]; ++i) tables[s * max_blocks + i] = order[next++];
+}
+
+std::vector<float> PagedLayout::keep_filled(std::vector<float> values, int64_t cols,
+                                            std::span<const int> filled) const {
+  std::vector<uint8_t> keep(pool_rows(), 0);
+  for (size_t s = 0; s < filled.size(); ++s)
+    for (int t = 0; t < filled[s]; ++t) keep[row(static_cast<int>(s), t)] = 1;
+  for (int64_t r = 0; r < pool_rows(); ++r)
+    if (!keep[r]) std::fill_n(values.begin() + r * cols, cols, std::numeric_limits<float>::quiet_NaN());
+  return values;
 }
 
 std::vector<float> rope_frequencies(int head_dim, bool llama3) {

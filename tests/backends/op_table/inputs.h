@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/attention.h"
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/device_matrix.h"
 #include "backends/cuda/kv_cache.h"
@@ -62,6 +63,29 @@ Tolerance stored_tolerance(ElementType type, double rel, std::string why);
 // One bf16 step of the value (2^-7 relative at most): two roundings of fp32
 // values a few ulps apart can land one step apart.
 constexpr double kBf16Step = 1.0 / 128;
+
+// Sequences over one pool of KV blocks, as a batching engine lays them out:
+// sequence s owns ceil(lens[s] / block_size) blocks for its positions
+// [0, lens[s]), taken in order or shuffled from a pool that also holds
+// `spare` blocks no sequence owns. A table entry past a sequence's blocks
+// names a spare block, so a read past its length (or of a spare row, which
+// the cases fill with NaN) shows.
+struct PagedLayout {
+  PagedLayout(std::span<const int> lens, int block_size, int max_ctx, bool shuffled, int spare = 2);
+  int block_size, max_blocks, num_blocks;
+  std::vector<int> lens;
+  std::vector<int32_t> tables;  // [sequences, max_blocks]
+  int64_t pool_rows() const { return int64_t{num_blocks} * block_size; }
+  // Pool row of sequence s's position t.
+  int64_t row(int s, int t) const { return view(nullptr, nullptr, 0, s).row(t); }
+  // Sequence s's keys and values in pools k and v (rows of stride ld), for cpu::attention.
+  cpu::KvView view(const float* k, const float* v, int64_t ld, int s) const {
+    return {k, v, ld, tables.data() + int64_t{s} * max_blocks, block_size};
+  }
+  // `values` (pool_rows() rows of `cols`) with NaN in every row other than
+  // sequence s's positions [0, filled[s]), for every s.
+  std::vector<float> keep_filled(std::vector<float> values, int64_t cols, std::span<const int> filled) const;
+};
 
 // Values on the device as fp32 or bf16.
 class DeviceArray {

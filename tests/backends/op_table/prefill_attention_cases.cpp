@@ -22,7 +22,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr ElementType kBf16 = ElementType::BF16;
 
 // Causal attention of n bf16 query rows at positions [pos, pos + n) over
-// cache rows [0, pos + n) (the 9 rows past them NaN).
+// cache rows [0, pos + n) (the 9 or more rows past them, to the end of the
+// last block, NaN).
 class PrefillAttention final : public OpCase {
  public:
   PrefillAttention(HeadShape s, int pos, int n, std::string model)
@@ -31,7 +32,7 @@ class PrefillAttention final : public OpCase {
                    (model.empty() ? "" : " " + model),
                !model.empty()),
         s_(s), pos_(pos), n_(n), q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
-        max_ctx_(pos + n + 9) {}
+        blocks_((pos + n + 9 + cuda::kDefaultBlockSize - 1) / cuda::kDefaultBlockSize) {}
 
   std::vector<Expected> reference() const override {
     const std::vector<float> q = as_stored(queries(), kBf16), k = as_stored(cache(112), kBf16),
@@ -57,9 +58,9 @@ class PrefillAttention final : public OpCase {
     return device_op(
         State{DeviceArray(queries(), kBf16), DeviceArray(cache(112), kBf16), DeviceArray(cache(113), kBf16),
               DeviceArray(n_ * q_dim_, kBf16)},
-        [s = s_, pos = pos_, n = n_, max_ctx = max_ctx_](State& st, cudaStream_t stream) {
-          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), max_ctx, kBf16}, pos, n, s, st.out.bf16(),
-                                  stream);
+        [s = s_, pos = pos_, n = n_, blocks = blocks_](State& st, cudaStream_t stream) {
+          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), cuda::kDefaultBlockSize, blocks, kBf16}, pos,
+                                  n, s, st.out.bf16(), stream);
         },
         [](State& st, cudaStream_t) { return Outputs{st.out.download()}; });
   }
@@ -74,13 +75,13 @@ class PrefillAttention final : public OpCase {
   // The cache: rows [0, pos + n) random, the rest NaN.
   std::vector<float> cache(uint64_t seed) const {
     std::vector<float> c = random_values((pos_ + n_) * kv_dim_, seed);
-    c.resize(max_ctx_ * kv_dim_, kNaN);
+    c.resize(int64_t{blocks_} * cuda::kDefaultBlockSize * kv_dim_, kNaN);
     return c;
   }
   HeadShape s_;
   int pos_, n_;
   int64_t q_dim_, kv_dim_;
-  int max_ctx_;
+  int blocks_;  // of the pool, in order: the dense layout the kernel reads
 };
 
 }  // namespace
