@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       FSVD_CUDA_CHECK(cudaMemset(out, 0xff, n * q_dim * 2));
       const KvCacheLayer cache = pages.pool(kc, vc, ElementType::BF16);
 
-      const float attn = time_ms(s, [&] { prefill_attention(q, cache, pos, n, shape, out, s); });
+      const float attn = time_ms(s, [&] { prefill_attention(q, cache, nullptr, pos, n, shape, out, s); });
       const size_t bad = count_non_finite(out, n * q_dim);
       // Rows [pos, pos + n) are overwritten with rotated copies of random data: still random.
       const float rope = time_ms(s, [&] {

@@ -383,7 +383,7 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_lo
     if (lowrank_kv_)
       prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_, last_row_only);
     else
-      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, pages_->chunk(chunk_pos), last_row_only);
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, pages_->chunk(chunk_pos), nullptr, last_row_only);
     if (all_logits)
       FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));

@@ -90,7 +90,7 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
 }
 
 void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
-                    LowRankKv* lowrank) {
+                    const int32_t* blocks, LowRankKv* lowrank) {
   const ModelConfig& c = weights_.config();
   const DeviceLayer& l = weights_.layers()[index];
   const int64_t ld = packed_ld_;
@@ -148,10 +148,10 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   const Rows k = part_rows(l.qkv.parts[1], n, k_.data());
   // A low-rank v without bias goes from its GEMM straight into the cache rows
   // as bf16 (the rounding rope_store_kv_rows would apply): no fp32 round trip.
-  // Rows [pos, pos + n) are contiguous in the pool: the identity block table.
+  // Only where rows [pos, pos + n) are contiguous in the pool (no block table).
   const DevicePacked::Part& v_part = l.qkv.parts[2];
   Rows v{nullptr, 0};
-  if (v_part.second.data && !v_part.bias) {
+  if (v_part.second.data && !v_part.bias && !blocks) {
     const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
     check(cache.type == ElementType::BF16, kWhere, "needs a bf16 KV cache");
     gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
@@ -163,8 +163,7 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   rope_store_kv_rows({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, rows, static_cast<int>(n), heads, cache,
                      q_b_.data(), stream_);
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
-  // The pool's memory is the dense cache (identity block table).
-  prefill_attention(q_b_.data() + row0 * q_dim, cache, pos + static_cast<int>(row0), static_cast<int>(m), heads,
+  prefill_attention(q_b_.data() + row0 * q_dim, cache, blocks, pos + static_cast<int>(row0), static_cast<int>(m), heads,
                     att_b_.data(), stream_);
   linear(l.o, att_b_.data(), q_dim, m, x, true);
 
@@ -202,12 +201,12 @@ int64_t Prefill::start(std::span<const int32_t> tokens, bool last_row_only) {
 }
 
 void Prefill::run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches,
-                  const PagedRows& rows, bool last_row_only) {
+                  const PagedRows& rows, const int32_t* blocks, bool last_row_only) {
   check(caches.size() == weights_.layers().size(), kWhere, caches.size(), " caches for ",
         weights_.layers().size(), " layers");
   const int64_t n = start(tokens, last_row_only);
   for (size_t i = 0; i < caches.size(); ++i)
-    layer(static_cast<int>(i), pos, n, i + 1 == caches.size() ? final_row0_ : 0, caches[i], rows, nullptr);
+    layer(static_cast<int>(i), pos, n, i + 1 == caches.size() ? final_row0_ : 0, caches[i], rows, blocks, nullptr);
 }
 
 void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, bool last_row_only) {
@@ -215,7 +214,7 @@ void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, 
   const size_t layers = weights_.layers().size();
   for (size_t i = 0; i < layers; ++i)
     layer(static_cast<int>(i), pos, n, i + 1 == layers ? final_row0_ : 0, lowrank.scratch(),
-          lowrank.pages().chunk(pos), &lowrank);
+          lowrank.pages().chunk(pos), nullptr, &lowrank);
 }
 
 const float* Prefill::logits(int64_t n) {

@@ -23,10 +23,13 @@ class Prefill {
   // `inv_freq`: the RoPE frequencies on the device (head_dim / 2).
   Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream);
 
-  // Runs tokens at positions [pos, pos + n) (n at most max_rows()), filling
-  // caches[l] rows [pos, pos + n) for every layer through `rows` (the
-  // chunk's positions over an identity block table, IdentityPages::chunk:
-  // prefill attention and the v GEMM read and write the pool as dense); with
+  // Runs tokens at positions [pos, pos + n) (n at most max_rows()) of one
+  // sequence, filling their slots of caches[l] for every layer through `rows`
+  // (the chunk's positions and the sequence's block table, in device memory);
+  // attention reads the sequence's blocks through `blocks` (its block table
+  // in device memory), or, when null, the pool as the sequence's dense cache
+  // (its blocks in order, IdentityPages: the v GEMM then writes its rows in
+  // place); with
   // a low-rank KV cache, its rank rows instead, attending over its scratch
   // cache (rebuilt first for rows before pos). The final hidden states
   // (before the final norm) are left in hidden(): [n, hidden] fp32; with
@@ -34,7 +37,7 @@ class Prefill {
   // MLP run for that row alone, all the next token needs; the caches are
   // filled for every row). Enqueued on the stream, not synchronized.
   void run(std::span<const int32_t> tokens, int pos, const std::vector<KvCacheLayer>& caches,
-           const PagedRows& rows, bool last_row_only = false);
+           const PagedRows& rows, const int32_t* blocks, bool last_row_only = false);
   void run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, bool last_row_only = false);
   // Logits [n, vocab] fp32 (device memory owned here) of the first n rows of
   // the last run, which must have computed every row; enqueued, not synchronized.
@@ -47,9 +50,9 @@ class Prefill {
   // Embeds the chunk; returns its length.
   int64_t start(std::span<const int32_t> tokens, bool last_row_only);
   // One layer over the chunk of n rows, from the attention output on for rows
-  // [row0, n) only; `rows` and `lowrank` (or null) as in run().
+  // [row0, n) only; `rows`, `blocks` and `lowrank` (or null) as in run().
   void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
-             LowRankKv* lowrank);
+             const int32_t* blocks, LowRankKv* lowrank);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
   // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.

@@ -39,10 +39,19 @@ struct AttentionParams {
   const __nv_bfloat16* k;
   const __nv_bfloat16* v;
   __nv_bfloat16* out;
+  const int32_t* blocks;  // the sequence's block table; null: position t is pool row t
+  int block_shift;        // log2 of the block size
   int pos, n, group;
   int q_ld, kv_ld;   // row strides in elements: n_heads * head_dim, n_kv_heads * head_dim
   float scale_log2;  // log2(e) / sqrt(head_dim)
 };
+
+// The pool row holding position t of a sequence with block table `blocks`
+// (null: the pool is the sequence's dense cache).
+__device__ __forceinline__ int64_t pool_row(const int32_t* blocks, int shift, int t) {
+  if (!blocks) return t;
+  return (int64_t{blocks[t >> shift]} << shift) + (t & ((1 << shift) - 1));
+}
 
 // volatile: the same address holds a new tile on the next iteration.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
@@ -77,23 +86,21 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
   return static_cast<uint32_t>((row * (kHeadDim / 8) + (chunk ^ (row & 7))) * 16);
 }
 
-// kRows rows of head_dim bf16 (global row stride ld elements) into a swizzled
-// tile; rows at or past `valid` (>= 1) become zeros: they read nothing
-// (src-size 0) but still name a row that exists. A pass of the CTA covers a
-// multiple of 8 rows, so each thread keeps one column chunk and swizzle.
-template <int kHeadDim, int kRows>
-__device__ __forceinline__ void load_tile(uint32_t tile, const __nv_bfloat16* src, int ld,
-                                          int valid) {
+// kRows rows of head_dim bf16 into a swizzled tile, row r from row_at(r);
+// rows at or past `valid` (>= 1) become zeros: they read nothing (src-size
+// 0) but still name a row that exists. A pass of the CTA covers a multiple of
+// 8 rows, so each thread keeps one column chunk and swizzle.
+template <int kHeadDim, int kRows, typename RowAt>
+__device__ __forceinline__ void load_tile(uint32_t tile, RowAt row_at, int valid) {
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kRowsPerPass = kThreads / kChunks;
   static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "whole swizzle groups a pass");
   const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
   const uint32_t dst = tile + tile_offset<kHeadDim>(row, chunk);
-  src += chunk * 8;
 #pragma unroll
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const int r = row + it * kRowsPerPass;
-    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, src + min(r, valid - 1) * ld, r < valid ? 16 : 0);
+    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, row_at(min(r, valid - 1)) + chunk * 8, r < valid ? 16 : 0);
   }
 }
 
@@ -134,8 +141,14 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
 
   const __nv_bfloat16* kg = p.k + kv_head * kHeadDim;
   const __nv_bfloat16* vg = p.v + kv_head * kHeadDim;
-  load_tile<kHeadDim, kBlockM>(sQ, p.q + int64_t{m0} * p.q_ld + head * kHeadDim, p.q_ld, p.n - m0);
-  load_tile<kHeadDim, kBlockN>(sK, kg, p.kv_ld, kv_len);
+  // Row r of the key (value) tile at position k0 + r.
+  const int32_t* blocks = p.blocks;
+  const int shift = p.block_shift, kv_ld = p.kv_ld, q_ld = p.q_ld;
+  auto key_rows = [=](int k0) { return [=](int r) { return kg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
+  auto value_rows = [=](int k0) { return [=](int r) { return vg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
+  const __nv_bfloat16* qg = p.q + int64_t{m0} * p.q_ld + head * kHeadDim;
+  load_tile<kHeadDim, kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, p.n - m0);
+  load_tile<kHeadDim, kBlockN>(sK, key_rows(0), kv_len);
   cp_async_commit();
 
   // ldmatrix row addresses of this lane. Every row it names is lane % 8 modulo
@@ -163,7 +176,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     const int k0 = j * kBlockN;
     cp_async_wait_committed();
     __syncthreads();  // K_j has landed; every warp is done reading V_{j-1}
-    load_tile<kHeadDim, kBlockN>(sV, vg + int64_t{k0} * p.kv_ld, p.kv_ld, kv_len - k0);
+    load_tile<kHeadDim, kBlockN>(sV, value_rows(k0), kv_len - k0);
     cp_async_commit();
 
     // Tile 0 is active for every warp, so each row's max is finite from then on.
@@ -197,8 +210,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     cp_async_wait_committed();
     __syncthreads();  // V_j has landed; every warp is done reading K_j
     if (j + 1 < n_tiles) {
-      load_tile<kHeadDim, kBlockN>(sK, kg + int64_t{k0 + kBlockN} * p.kv_ld, p.kv_ld,
-                                   kv_len - k0 - kBlockN);
+      load_tile<kHeadDim, kBlockN>(sK, key_rows(k0 + kBlockN), kv_len - k0 - kBlockN);
       cp_async_commit();
     }
     if (!active) continue;
@@ -333,7 +345,7 @@ void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream
 
 bool prefill_attention_supports(const HeadShape& shape) { return shape.head_dim == 64 || shape.head_dim == 128; }
 
-void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int pos, int n,
+void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const int32_t* blocks, int pos, int n,
                        const HeadShape& shape, __nv_bfloat16* out, cudaStream_t stream) {
   const char* where = "prefill_attention";
   check_head_shape(shape, where);
@@ -341,8 +353,8 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int po
   check_cache(cache, where);
   check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
   check(n >= 1, where, "n ", n, " must be positive");
-  check(pos >= 0 && int64_t{pos} + n <= cache.rows(), where, "positions [", pos, ", ", int64_t{pos} + n,
-        ") do not fit a cache of ", cache.rows(), " rows");
+  check(pos >= 0 && (blocks || int64_t{pos} + n <= cache.rows()), where, "positions [", pos, ", ",
+        int64_t{pos} + n, ") do not fit a cache of ", cache.rows(), " rows");
   check(q != nullptr && out != nullptr, where, "null argument");
   check(reinterpret_cast<uintptr_t>(q) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0,
         where, "q and out must be 16-byte aligned");
@@ -350,6 +362,8 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, int po
   p.q = q;
   p.k = static_cast<const __nv_bfloat16*>(cache.k);
   p.v = static_cast<const __nv_bfloat16*>(cache.v);
+  p.blocks = blocks;
+  p.block_shift = __builtin_ctz(static_cast<unsigned>(cache.block_size));
   p.out = out;
   p.pos = pos;
   p.n = n;

@@ -58,7 +58,7 @@ TEST_F(CudaPrefillAttention, SecondChunkContinuesTheCachedPrompt) {
     const int64_t l = static_cast<int64_t>(ld);
     rope_store_kv_rows({rows, rows + q_dim, rows + q_dim + kv_dim, l, l, l}, dinv.data(), cache.pages.chunk(pos), n,
                        s, cache.layer(), testutil::as_bf16(q_out) + pos * q_dim, nullptr);
-    prefill_attention(testutil::as_bf16(q_out) + pos * q_dim, cache.layer(), pos, n, s,
+    prefill_attention(testutil::as_bf16(q_out) + pos * q_dim, cache.layer(), nullptr, pos, n, s,
                       testutil::as_bf16(out) + pos * q_dim, nullptr);
   }
   FSVD_CUDA_CHECK(cudaDeviceSynchronize());
@@ -89,14 +89,14 @@ TEST(CudaPrefillAttentionArgs, RejectsBadArgumentsBeforeLaunching) {
                            6};  // 96 rows
   const HeadShape s{8, 2, 64};
   auto attend = [&](const __nv_bfloat16* q, int pos, int n, const HeadShape& shape) {
-    prefill_attention(q, cache, pos, n, shape, b, nullptr);
+    prefill_attention(q, cache, nullptr, pos, n, shape, b, nullptr);
   };
   EXPECT_THROW(attend(b, 95, 2, s), Error);
   EXPECT_THROW(attend(b, 0, 0, s), Error);
   EXPECT_THROW(attend(b, 0, 4, {9, 2, 64}), Error);
   EXPECT_THROW(attend(b, 0, 4, {8, 2, 96}), Error);  // decode attention's head size, not this kernel's
   EXPECT_THROW(attend(b + 1, 0, 4, s), Error);  // misaligned q
-  EXPECT_THROW(prefill_attention(b, {cache.k, cache.v, 16, 6, ElementType::F32}, 0, 4, s, b, nullptr), Error);
+  EXPECT_THROW(prefill_attention(b, {cache.k, cache.v, 16, 6, ElementType::F32}, nullptr, 0, 4, s, b, nullptr), Error);
 }
 
 }  // namespace

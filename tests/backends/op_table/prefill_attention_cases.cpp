@@ -1,9 +1,14 @@
 // Cases of prefill_attention: causal attention of a prompt chunk over the
 // bf16 cache, for GQA groups 1 to 8, both head sizes, odd lengths, chunks
-// starting at 0 and past it, and enough queries for 128-query tiles. Cache
-// rows past the chunk are NaN: never read. The reference: cpu::attention on
-// the same bf16 values.
+// starting at 0 and past it, and enough queries for 128-query tiles; the
+// cache dense (the pool's blocks in order) or paged (the sequence's blocks
+// shuffled over a pool, blocks of 16 and 64). Pool rows that hold no
+// position of the chunk's sequence are NaN: never read. The reference:
+// cpu::attention on the same bf16 values.
+#include <algorithm>
 #include <cstdint>
+#include <span>
+#include <utility>
 #include <limits>
 #include <string>
 #include <vector>
@@ -26,13 +31,14 @@ constexpr ElementType kBf16 = ElementType::BF16;
 // last block, NaN).
 class PrefillAttention final : public OpCase {
  public:
-  PrefillAttention(HeadShape s, int pos, int n, std::string model)
+  // block_size 0: dense; else the sequence's positions in shuffled blocks of that size.
+  PrefillAttention(HeadShape s, int pos, int n, std::string model, int block_size = 0)
       : OpCase("prefill_attention",
                describe(s) + " pos=" + std::to_string(pos) + " n=" + std::to_string(n) +
-                   (model.empty() ? "" : " " + model),
+                   (block_size ? " paged/" + std::to_string(block_size) : "") + (model.empty() ? "" : " " + model),
                !model.empty()),
         s_(s), pos_(pos), n_(n), q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
-        blocks_((pos + n + 9 + cuda::kDefaultBlockSize - 1) / cuda::kDefaultBlockSize) {}
+        blocks_((pos + n + 9 + cuda::kDefaultBlockSize - 1) / cuda::kDefaultBlockSize), block_size_(block_size) {}
 
   std::vector<Expected> reference() const override {
     const std::vector<float> q = as_stored(queries(), kBf16), k = as_stored(cache(112), kBf16),
@@ -54,13 +60,33 @@ class PrefillAttention final : public OpCase {
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
       DeviceArray q, k, v, out;
+      DeviceBuffer<int32_t> table;
+    };
+    if (block_size_ == 0)
+      return device_op(
+          State{DeviceArray(queries(), kBf16), DeviceArray(cache(112), kBf16), DeviceArray(cache(113), kBf16),
+                DeviceArray(n_ * q_dim_, kBf16), {}},
+          [s = s_, pos = pos_, n = n_, blocks = blocks_](State& st, cudaStream_t stream) {
+            cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), cuda::kDefaultBlockSize, blocks, kBf16},
+                                    nullptr, pos, n, s, st.out.bf16(), stream);
+          },
+          [](State& st, cudaStream_t) { return Outputs{st.out.download()}; });
+    const int len = pos_ + n_;
+    const PagedLayout layout(std::span(&len, 1), block_size_, len, true, 3);
+    // The sequence's rows placed at their pool rows; every other row NaN.
+    auto pool = [&](uint64_t seed) {
+      const std::vector<float> dense = cache(seed);
+      std::vector<float> rows(layout.pool_rows() * kv_dim_, kNaN);
+      for (int t = 0; t < len; ++t)
+        std::copy_n(dense.begin() + int64_t{t} * kv_dim_, kv_dim_, rows.begin() + layout.row(0, t) * kv_dim_);
+      return rows;
     };
     return device_op(
-        State{DeviceArray(queries(), kBf16), DeviceArray(cache(112), kBf16), DeviceArray(cache(113), kBf16),
-              DeviceArray(n_ * q_dim_, kBf16)},
-        [s = s_, pos = pos_, n = n_, blocks = blocks_](State& st, cudaStream_t stream) {
-          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), cuda::kDefaultBlockSize, blocks, kBf16}, pos,
-                                  n, s, st.out.bf16(), stream);
+        State{DeviceArray(queries(), kBf16), DeviceArray(pool(112), kBf16), DeviceArray(pool(113), kBf16),
+              DeviceArray(n_ * q_dim_, kBf16), to_device(std::span<const int32_t>(layout.tables))},
+        [s = s_, pos = pos_, n = n_, bs = block_size_, nb = layout.num_blocks](State& st, cudaStream_t stream) {
+          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), bs, nb, kBf16}, st.table.data(), pos, n, s,
+                                  st.out.bf16(), stream);
         },
         [](State& st, cudaStream_t) { return Outputs{st.out.download()}; });
   }
@@ -81,7 +107,8 @@ class PrefillAttention final : public OpCase {
   HeadShape s_;
   int pos_, n_;
   int64_t q_dim_, kv_dim_;
-  int blocks_;  // of the pool, in order: the dense layout the kernel reads
+  int blocks_;      // of the dense pool, in order
+  int block_size_;  // 0: dense
 };
 
 }  // namespace
@@ -106,6 +133,12 @@ void add_prefill_attention_cases(Table& t) {
   t.push_back(std::make_unique<PrefillAttention>(llama7b, 0, 2048, "llama-7b"));
   t.push_back(std::make_unique<PrefillAttention>(llama7b, 2048, 2048, "llama-7b second chunk"));
   t.push_back(std::make_unique<PrefillAttention>(HeadShape{32, 8, 128}, 0, 2048, "llama-3-8b"));
+  // Paged: a chunk at the start and a later one of a sequence whose blocks are scattered over the pool.
+  for (int block : {16, 64})
+    for (const HeadShape& s : {HeadShape{8, 2, 128}, HeadShape{12, 3, 64}, HeadShape{32, 32, 128}})
+      for (auto [pos, n] : {std::pair{0, 130}, std::pair{100, 57}, std::pair{333, 300}})
+        t.push_back(std::make_unique<PrefillAttention>(s, pos, n, "", block));
+  t.push_back(std::make_unique<PrefillAttention>(llama7b, 2048, 2048, "llama-7b second chunk", 16));
 }
 
 }  // namespace fsvd::optable
