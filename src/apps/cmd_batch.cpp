@@ -25,13 +25,13 @@ struct BatchFlags {
   std::string output = "-";
   int n = 256;
   int ctx = 0;
-  int64_t kv_tokens = 0;
+  int64_t kv_tokens = 0;  // 0: the backend's default
+  double kv_memory = 0.9;
   EngineOptions engine;
   bool no_chunked_prefill = false;
 };
 
 constexpr int kDefaultContext = 4096;
-constexpr int64_t kDefaultKvTokens = 1 << 15;
 
 // Results reach the output in input order, each as soon as those before it have.
 class OrderedWriter {
@@ -68,10 +68,8 @@ void run(const ModelFlags& mf, const BatchFlags& f) {
   Session s = open_session(mf);
   const int max_seq = s.model.config.max_seq;
   const int ctx = f.ctx > 0 ? f.ctx : max_seq > 0 ? std::min(max_seq, kDefaultContext) : kDefaultContext;
-  const int64_t kv = f.kv_tokens > 0 ? f.kv_tokens
-                                     : std::max<int64_t>(ctx, std::min<int64_t>(int64_t{ctx} * f.engine.max_batch,
-                                                                                 kDefaultKvTokens));
-  const auto executor = make_executor(s.model, mf, ctx, kv);
+  const auto executor =
+      make_executor(s.model, mf, ctx, {f.kv_tokens > 0 ? f.kv_tokens : -1, f.engine.max_batch, f.kv_memory});
   EngineOptions options = f.engine;
   options.chunked_prefill = !f.no_chunked_prefill;
   Engine engine(*executor, *s.tokenizer, options);
@@ -175,8 +173,12 @@ void add_batch_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 24));
   cmd->add_option("--ctx", f->ctx, "Most positions of one sequence (default: the model's, at most 4096)")
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--kv-tokens", f->kv_tokens, "Positions the KV cache holds for all sequences together")
+  cmd->add_option("--kv-tokens", f->kv_tokens,
+                  "Positions the KV cache holds for all sequences together (default: on the GPU, --kv-memory of its "
+                  "free memory; on the CPU, --max-batch contexts up to 32768)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--kv-memory", f->kv_memory, "Share of the GPU's free memory the KV cache takes")
+      ->check(CLI::Range(0.01, 0.99));
   cmd->add_option("--max-batch", f->engine.max_batch, "Sequences in one step")->check(CLI::Range(1, 4096));
   cmd->add_option("--step-tokens", f->engine.step_tokens, "Token rows in one step (prompt chunks and decode rows)")
       ->check(CLI::Range(1, 1 << 20));

@@ -217,8 +217,9 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
       const int context = prompt + batch + f.gen;
       const int64_t cache = int64_t{batch} * (context + 16);  // whole blocks per sequence
       std::fprintf(stderr, "bench: %s batch=%d prompt=%d gen=%d\n", name.c_str(), batch, prompt, f.gen);
-      const auto executor = sf.given() ? make_synthetic_executor(spec, mf, context, cache)
-                                       : make_executor(session.model, mf, context, cache);
+      const BatchShape shape{cache, batch};
+      const auto executor = sf.given() ? make_synthetic_executor(spec, mf, context, shape)
+                                       : make_executor(session.model, mf, context, shape);
       nlohmann::json row = run_batch(*executor, batch, prompt, f.gen);
       row["model"] = name;
       rows.push_back(std::move(row));

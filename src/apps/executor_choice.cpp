@@ -84,48 +84,69 @@ class OwningCpuExecutor : public Executor {
   CpuExecutor inner_;
 };
 
-}  // namespace
-
-KvPages cache_pages(int context, int64_t cache_positions) {
+// Positions of the CPU cache: the ones asked for, or room for max_batch
+// sequences of `context` up to a bound (host memory is the CPU's limit).
+KvPages cpu_pages(int context, const BatchShape& batch) {
+  constexpr int64_t kDefaultPositions = int64_t{1} << 15;
+  int64_t positions = batch.cache_positions;
+  if (positions < 0) positions = std::min<int64_t>(int64_t{context} * batch.max_batch, kDefaultPositions);
   KvPages p;
-  p.blocks = static_cast<int>((std::max<int64_t>(context, cache_positions) + p.block_size - 1) / p.block_size);
+  p.blocks = static_cast<int>((std::max<int64_t>(context, positions) + p.block_size - 1) / p.block_size);
   return p;
 }
 
+#ifdef FLASHSVD_CUDA
+// The GPU cache: one sequence's, the positions asked for, or (blocks 0) a
+// share of the free memory.
+KvPages cuda_pages(int context, const BatchShape& batch) {
+  KvPages p;
+  const int64_t positions = batch.cache_positions == 0 ? context : batch.cache_positions;
+  if (positions >= 0) p.blocks = static_cast<int>((std::max<int64_t>(context, positions) + p.block_size - 1) / p.block_size);
+  return p;
+}
+
+cuda::CudaOptions cuda_options(const ModelFlags& flags, const BatchShape& batch) {
+  cuda::CudaOptions o = cuda_options(flags);
+  o.max_batch = std::min(batch.max_batch, cuda::kMaxBatch);
+  o.kv_memory = batch.kv_memory;
+  return o;
+}
+#endif
+
+}  // namespace
+
 std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context,
-                                        int64_t cache_positions) {
-  const KvPages pages = cache_pages(context, cache_positions);
+                                        const BatchShape& batch) {
   return choose(
       flags.device,
       [&]() -> std::unique_ptr<Executor> {
 #ifdef FLASHSVD_CUDA
-        check(cache_positions <= context, "--device cuda",
-              "the GPU backend runs one sequence at a time so far (batched steps run on the CPU)");
-        return std::make_unique<cuda::CudaExecutor>(model, context, cuda_options(flags));
+        return std::make_unique<cuda::CudaExecutor>(model, cuda_pages(context, batch), context,
+                                                    cuda_options(flags, batch));
 #else
         return nullptr;
 #endif
       },
-      [&] { return std::make_unique<CpuExecutor>(model, pages, context, flags.threads); });
+      [&] { return std::make_unique<CpuExecutor>(model, cpu_pages(context, batch), context, flags.threads); });
 }
 
 std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
-                                                  int64_t cache_positions) {
-  const KvPages pages = cache_pages(context, cache_positions);
+                                                  const BatchShape& batch) {
   return choose(
       flags.device,
       [&]() -> std::unique_ptr<Executor> {
 #ifdef FLASHSVD_CUDA
-        check(cache_positions <= context, "--device cuda",
-              "the GPU backend runs one sequence at a time so far (batched steps run on the CPU)");
-        const cuda::CudaOptions options = cuda_options(flags);
+        const cuda::CudaOptions options = cuda_options(flags, batch);
         return std::make_unique<cuda::CudaExecutor>(std::make_shared<const cuda::DeviceModel>(spec, options.weights),
-                                                    context, options);
+                                                    cuda_pages(context, batch), context, options);
 #else
         return nullptr;
 #endif
       },
-      [&] { return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), pages, context, flags.threads); });
+      [&] {
+        return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), cpu_pages(context, batch), context,
+                                                   flags.threads);
+      });
 }
 
 }  // namespace fsvd

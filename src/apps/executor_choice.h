@@ -13,14 +13,22 @@ namespace fsvd {
 
 // "cuda" needs a build with CUDA and a GPU; "auto" takes the GPU when there is
 // one and its kernels support the model, else the CPU (saying why on stderr).
-// One sequence holds at most `context` positions; the KV cache holds
-// max(context, cache_positions), rounded up to whole blocks.
+// One sequence holds at most `context` positions. For batched steps (the
+// engine), the KV cache holds `cache_positions` (rounded up to whole
+// blocks; < 0: the backend's default for `max_batch` sequences, on the GPU
+// `kv_memory` of its free memory) and a decode step runs up to `max_batch`
+// rows; by default, one sequence's cache.
+struct BatchShape {
+  int64_t cache_positions = 0;
+  int max_batch = 1;
+  double kv_memory = 0.9;
+};
 std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& flags, int context,
-                                        int64_t cache_positions = 0);
+                                        const BatchShape& batch = {});
 
 // A synthetic model: built in place on the GPU (no host copy of its weights),
 // or on the host for --device cpu.
 std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
-                                                  int64_t cache_positions = 0);
+                                                  const BatchShape& batch = {});
 
 }  // namespace fsvd

@@ -19,18 +19,6 @@ namespace {
 
 constexpr const char* kWhere = "CudaExecutor";
 
-// y += linear(x); `rank` holds the rank-space vector of a low-rank linear.
-void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, GemvConfig cfg,
-                     cudaStream_t stream) {
-  if (l.low_rank()) {
-    gemv(l.first, x, rank, stream, cfg);
-    gemv_residual(l.second, DeviceVec::f32(rank), y, stream, cfg);
-  } else {
-    gemv_residual(l.first, x, y, stream, cfg);
-  }
-  if (l.bias) add_bias(y, l.out(), l.bias, 1, l.out(), stream);
-}
-
 // Shapes the kernels handle; checked before touching the device.
 void check_supported(const ModelConfig& c, const std::string& source) {
   check_head_shape(HeadShape{c.n_heads, c.n_kv_heads, c.head_dim}, source + " (CUDA decode attention)");
@@ -38,28 +26,39 @@ void check_supported(const ModelConfig& c, const std::string& source) {
         " exceeds the CUDA RMSNorm-GEMV limit of ", kMaxRmsnormGemvCols);
 }
 
-// Positions the cache holds for `context`: whole blocks.
-int64_t cache_rows(int context) { return ceil_div(context, kDefaultBlockSize) * kDefaultBlockSize; }
-
 // The KV cache is the one allocation that scales with the request: refuse it
-// before uploading any weights.
-void check_cache_fits(const ModelConfig& c, int context, ElementType type, KvMode kv) {
+// before uploading any weights. `positions`: 0 when sized later from free memory.
+void check_cache_fits(const ModelConfig& c, int context, int64_t positions, ElementType type, KvMode kv) {
   check(context > 0, kWhere, "context size must be positive, got ", context);
   int devices = 0;
   check(cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0, kWhere, "no CUDA device");
   if (kv == KvMode::lowrank) return;  // sized by the ranks; an allocation failure names itself
-  const double cache_bytes =
-      2.0 * c.n_layers * cache_rows(context) * c.n_kv_heads * c.head_dim * element_bytes(type);
+  const double cache_bytes = 2.0 * c.n_layers * positions * c.n_kv_heads * c.head_dim * element_bytes(type);
   size_t free_bytes = 0, total_bytes = 0;
   FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  check(cache_bytes < static_cast<double>(free_bytes), kWhere, "a KV cache for context ", context, " needs ",
+  check(cache_bytes < static_cast<double>(free_bytes), kWhere, "a KV cache of ", positions, " positions needs ",
         cache_bytes / (1 << 30), " GiB; the GPU has ", free_bytes / double(1 << 30), " GiB free");
 }
 
-std::shared_ptr<const DeviceModel> upload(const Model& model, int context, const CudaOptions& options) {
+// One sequence's cache: `context` positions in whole blocks.
+KvPages one_sequence(int context) {
+  KvPages p;
+  p.blocks = static_cast<int>(ceil_div(context, p.block_size));
+  return p;
+}
+
+// Buckets of decode rows: 1, 2, 4, ... up to `max` (itself the last).
+int bucket_for(int rows, int max) {
+  int b = 1;
+  while (b < rows) b *= 2;
+  return std::min(b, max);
+}
+
+std::shared_ptr<const DeviceModel> upload(const Model& model, int context, KvPages pages,
+                                          const CudaOptions& options) {
   model.validate();
   check_supported(model.config, model.source);
-  check_cache_fits(model.config, context, options.weights, options.kv);
+  check_cache_fits(model.config, context, pages.positions(), options.weights, options.kv);
   return std::make_shared<const DeviceModel>(model, options.weights);
 }
 
@@ -87,35 +86,67 @@ const char* graph_mode_name(GraphMode mode) {
 }
 
 CudaExecutor::CudaExecutor(const Model& model, int context, CudaOptions options)
-    : CudaExecutor(upload(model, context, options), context, options) {}
+    : CudaExecutor(model, one_sequence(context), context, options) {}
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options)
+    : CudaExecutor(std::move(weights), one_sequence(context), context, options) {}
+
+CudaExecutor::CudaExecutor(const Model& model, KvPages pages, int context, CudaOptions options)
+    : CudaExecutor(upload(model, context, pages, options), pages, context, options) {}
+
+CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages pages, int context,
+                           CudaOptions options)
     : options_(options),
       config_(weights->config()),
       context_(context),
+      pages_(pages),
+      max_blocks_(static_cast<int>(ceil_div(context, pages.block_size))),
+      rows_(options.max_batch),
       heads_{config_.n_heads, config_.n_kv_heads, config_.head_dim},
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   check_supported(c, weights_->source());
-  check_cache_fits(c, context, weights_->type(), options_.kv);
-
+  check(options.max_batch >= 1 && options.max_batch <= kMaxBatch, kWhere, "max_batch ", options.max_batch,
+        " is outside 1..", kMaxBatch);
+  check(pages.block_size == kDefaultBlockSize, kWhere, "blocks of ", pages.block_size, " positions (the kernels take ",
+        kDefaultBlockSize, ")");
+  check(options.kv == KvMode::dense || pages.positions() == one_sequence(context).positions(), kWhere,
+        "the low-rank KV cache holds one sequence");
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const size_t row_bytes = static_cast<size_t>(kv_dim) * element_bytes(weights_->type());
+  if (pages_.blocks == 0) {
+    // As many blocks as fit in the asked share of what is free now.
+    size_t free_bytes = 0, total_bytes = 0;
+    FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double block_bytes = 2.0 * c.n_layers * pages_.block_size * row_bytes;
+    pages_.blocks = static_cast<int>(std::min(options.kv_memory * free_bytes / block_bytes, 1e9));
+    check(pages_.positions() >= context, kWhere, "the GPU's free memory holds ", pages_.positions(),
+          " cached positions, less than one sequence's context of ", context);
+  }
+  check(pages_.positions() >= context, kWhere, "a KV cache of ", pages_.positions(),
+        " positions cannot hold one sequence's context of ", context);
+  check_cache_fits(c, context, pages_.positions(), weights_->type(), options_.kv);
+
   std::vector<float> inv_freq(c.head_dim / 2);
   rope_inv_freq(c, inv_freq.data());
   inv_freq_ = DeviceBuffer<float>(inv_freq.size());
   inv_freq_.upload(inv_freq);
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(stream_.put(), cudaStreamNonBlocking));
-  pages_ = std::make_unique<IdentityPages>(context);
+  identity_ = std::make_unique<IdentityPages>(context);
   if (options_.kv == KvMode::lowrank) {
     lowrank_kv_ = std::make_unique<LowRankKv>(*weights_, context, inv_freq_.data(), stream_);
   } else {
-    const int64_t cache_bytes = int64_t{c.n_layers} * cache_rows(context) * kv_dim * element_bytes(weights_->type());
+    const size_t cache_bytes = static_cast<size_t>(c.n_layers) * pages_.positions() * row_bytes;
     k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
     v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
   }
-  attention_plan_ = plan_decode_attention(heads_, context, 1);
+  size_t workspace = 0;
+  for (int b = 1;; b = std::min(2 * b, rows_)) {
+    workspace = std::max(workspace, plan_decode_attention(heads_, context, b).workspace_floats);
+    if (b == rows_) break;
+  }
 
-  // Activation sizes: the widest of every layer (ranks may differ per layer).
+  // Activation rows: the widest of every layer (ranks may differ per layer).
   const DeviceLinear& head = weights_->lm_head();
   int64_t max_rank = head.low_rank() ? head.first.rows : 1, qkv_rows = 1, gate_up_rows = 1;
   for (const DeviceLayer& l : weights_->layers()) {
@@ -124,84 +155,115 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
     qkv_rows = std::max(qkv_rows, l.qkv.first.rows);
     gate_up_rows = std::max(gate_up_rows, l.gate_up.first.rows);
   }
-  token_ = DeviceBuffer<int32_t>(1);
-  pos_ = DeviceBuffer<int>(1);
-  x_ = DeviceBuffer<float>(c.hidden);
-  qkv_ = DeviceBuffer<float>(qkv_rows);
-  q_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
-  k_ = DeviceBuffer<float>(kv_dim);
-  v_ = DeviceBuffer<float>(kv_dim);
-  att_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
-  attention_work_ = DeviceBuffer<float>(attention_plan_.workspace_floats);
+  qkv_ld_ = round_up8(qkv_rows);
+  rank_ld_ = round_up8(max_rank);
+  gate_up_ld_ = round_up8(gate_up_rows);
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, rows = rows_;
+  token_ = DeviceBuffer<int32_t>(rows);
+  pos_ = DeviceBuffer<int>(rows);
+  tables_ = DeviceBuffer<int32_t>(rows * max_blocks_);
+  params_ = DeviceBuffer<SamplingParams>(rows);
+  chunk_blocks_ = DeviceBuffer<int32_t>(max_blocks_);
+  x_ = DeviceBuffer<float>(rows * c.hidden);
+  qkv_ = DeviceBuffer<float>(rows * qkv_ld_);
+  q_ = DeviceBuffer<float>(rows * q_dim);
+  k_ = DeviceBuffer<float>(rows * kv_dim);
+  v_ = DeviceBuffer<float>(rows * kv_dim);
+  att_ = DeviceBuffer<float>(rows * q_dim);
+  attention_work_ = DeviceBuffer<float>(workspace);
   attention_work_.zero();  // decode_attention's arrival counters start at zero
-  rank_ = DeviceBuffer<float>(max_rank);
-  gate_up_ = DeviceBuffer<float>(gate_up_rows);
-  gate_ = DeviceBuffer<float>(c.intermediate);
-  up_ = DeviceBuffer<float>(c.intermediate);
-  logits_ = DeviceBuffer<float>(c.vocab);
-  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_io_.put()), sizeof(HostIo), cudaHostAllocMapped));
-  FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), host_io_->ring, 0));
+  rank_ = DeviceBuffer<float>(rows * rank_ld_);
+  gate_up_ = DeviceBuffer<float>(rows * gate_up_ld_);
+  gate_ = DeviceBuffer<float>(rows * c.intermediate);
+  up_ = DeviceBuffer<float>(rows * c.intermediate);
+  logits_ = DeviceBuffer<float>(rows * c.vocab);
+  auto pinned = [](auto& p, size_t count, unsigned flags = cudaHostAllocDefault) {
+    FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(p.put()), count * sizeof(*p.get()), flags));
+  };
+  pinned(host_tokens_, rows);
+  pinned(host_pos_, rows);
+  pinned(host_tables_, rows * max_blocks_);
+  pinned(host_params_, rows);
+  pinned(host_sampled_, rows);
+  pinned(host_logits_, rows * c.vocab);
+  pinned(ring_, kTokenRing, cudaHostAllocMapped);
+  FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), ring_.get(), 0));
+  std::fill_n(host_params_.get(), rows, SamplingParams{});
+  params_.upload(std::span<const SamplingParams>(host_params_.get(), rows));
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
-  FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_logits_.put()), c.vocab * sizeof(float),
-                                cudaHostAllocDefault));
   // Prompts of other head sizes run through the decode step, as in fp32.
   if (weights_->type() == ElementType::BF16 && prefill_attention_supports(heads_))
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
 }
 
-void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream) {
+void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, Rows out, int rows, cudaStream_t stream) {
   const float eps = config_.rms_eps;
+  const DeviceVec x = DeviceVec::f32(x_.data(), config_.hidden);
   if (options_.pack) {
-    rmsnorm_gemv(p.first, x_.data(), gain, eps, out, stream, gemv_config());
+    rmsnorm_gemv(p.first, x, gain, eps, {out.p, out.ld}, rows, stream, gemv_config());
     return;
   }
   for (const DevicePacked::Part& part : p.parts)
-    rmsnorm_gemv(row_slice(p.first, part.offset, part.offset + part.rows), x_.data(), gain, eps, out + part.offset,
-                 stream, gemv_config());
+    rmsnorm_gemv(row_slice(p.first, part.offset, part.offset + part.rows), x, gain, eps,
+                 {out.p + part.offset, out.ld}, rows, stream, gemv_config());
 }
 
-void CudaExecutor::packed_second(const DevicePacked& p, float* packed_out, float* const* scratch,
-                                 float** outputs, cudaStream_t stream) {
+void CudaExecutor::packed_second(const DevicePacked& p, Rows packed_out, const Rows* scratch, Rows* outputs,
+                                 int rows, cudaStream_t stream) {
   GemvGroup groups[kMaxGemvGroups];
   int count = 0;
   for (size_t i = 0; i < p.parts.size(); ++i) {
     const DevicePacked::Part& part = p.parts[i];
-    outputs[i] = packed_out + part.offset;
+    outputs[i] = {packed_out.p + part.offset, packed_out.ld};
     if (part.second.data) {
-      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), scratch[i]};
+      groups[count++] = {part.second, DeviceVec::f32(outputs[i].p, outputs[i].ld), {scratch[i].p, scratch[i].ld}};
       outputs[i] = scratch[i];
     }
   }
   if (options_.pack) {
-    if (count > 0) gemv_grouped(groups, count, stream, gemv_config());
+    if (count > 0) gemv_grouped(groups, count, rows, stream, gemv_config());
   } else {
-    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, stream, gemv_config());
+    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, rows, stream, gemv_config());
   }
   for (size_t i = 0; i < p.parts.size(); ++i) {
     const DevicePacked::Part& part = p.parts[i];
     const int64_t n = part.second.data ? part.second.rows : part.rows;
-    if (part.bias) add_bias(outputs[i], n, part.bias, 1, n, stream);
+    if (part.bias) add_bias(outputs[i].p, outputs[i].ld, part.bias, rows, n, stream);
   }
+}
+
+void CudaExecutor::linear_residual(const DeviceLinear& l, DeviceVec x, int rows, cudaStream_t stream) {
+  const GemvConfig cfg = gemv_config();
+  const DeviceOut y{x_.data(), config_.hidden};
+  if (l.low_rank()) {
+    gemv(l.first, x, {rank_.data(), rank_ld_}, rows, stream, cfg);
+    gemv_residual(l.second, DeviceVec::f32(rank_.data(), rank_ld_), y, rows, stream, cfg);
+  } else {
+    gemv_residual(l.first, x, y, rows, stream, cfg);
+  }
+  if (l.bias) add_bias(x_.data(), config_.hidden, l.bias, rows, l.out(), stream);
 }
 
 KvCacheLayer CudaExecutor::layer_cache(int layer) const {
   const ElementType type = weights_->type();
   const int64_t offset =
-      int64_t{layer} * cache_rows(context_) * config_.n_kv_heads * config_.head_dim * element_bytes(type);
-  return pages_->pool(k_cache_.data() + offset, v_cache_.data() + offset, type);
+      int64_t{layer} * pages_.positions() * config_.n_kv_heads * config_.head_dim * element_bytes(type);
+  return {k_cache_.data() + offset, v_cache_.data() + offset, pages_.block_size, pages_.blocks, type};
 }
 
-void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
+void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
+  const ModelConfig& c = config_;
   const DeviceLayer& l = weights_->layers()[index];
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
 
   // Attention block: one GEMV over the packed q|k|v first factors (RMSNorm
   // fused), the parts' second factors, then RoPE, cache append and attention.
-  const GemvConfig cfg = gemv_config();
-  packed_first(l.qkv, l.attn_norm, qkv_.data(), stream);
-  float* qkv[3];
-  float* const qkv_scratch[3] = {q_.data(), k_.data(), v_.data()};
-  packed_second(l.qkv, qkv_.data(), qkv_scratch, qkv, stream);
+  packed_first(l.qkv, l.attn_norm, {qkv_.data(), qkv_ld_}, rows, stream);
+  Rows qkv[3];
+  const Rows qkv_scratch[3] = {{q_.data(), q_dim}, {k_.data(), kv_dim}, {v_.data(), kv_dim}};
+  packed_second(l.qkv, {qkv_.data(), qkv_ld_}, qkv_scratch, qkv, rows, stream);
   KvCacheLayer cache;
+  PagedRows at{pos_.data(), nullptr, tables_.data(), max_blocks_};
   if (lowrank_kv_) {
     // Append the token's rank-space k and v, rebuild the whole context (the
     // graph's shape stays fixed; rows past the token are never read).
@@ -209,50 +271,55 @@ void CudaExecutor::enqueue_layer(int index, cudaStream_t stream) {
                              pos_.data());
     lowrank_kv_->rebuild(index, context_);
     cache = lowrank_kv_->scratch();
+    at = identity_->token(pos_.data());
   } else {
     cache = layer_cache(index);
   }
-  // One row (this sequence's token at *pos_); its q, k, v rows are whole vectors.
-  const int64_t q_dim = int64_t{config_.n_heads} * config_.head_dim;
-  const int64_t kv_dim = int64_t{config_.n_kv_heads} * config_.head_dim;
-  decode_attention({qkv[0], qkv[1], qkv[2], q_dim, kv_dim, kv_dim}, inv_freq_.data(), cache,
-                   pages_->token(pos_.data()), 1, context_, heads_, attention_work_.data(), attention_work_.size(),
-                   att_.data(), stream, options_.pdl);
-  linear_residual(l.o, DeviceVec::f32(att_.data()), rank_.data(), x_.data(), cfg, stream);
+  decode_attention({qkv[0].p, qkv[1].p, qkv[2].p, qkv[0].ld, qkv[1].ld, qkv[2].ld}, inv_freq_.data(), cache, at,
+                   rows, context_, heads_, attention_work_.data(), attention_work_.size(), att_.data(), stream,
+                   options_.pdl);
+  linear_residual(l.o, DeviceVec::f32(att_.data(), q_dim), rows, stream);
 
   // MLP block: packed gate|up first factors (RMSNorm fused), their second
   // factors, and down (its input silu(gate)·up formed as it is staged) added
   // to the residual.
-  packed_first(l.gate_up, l.mlp_norm, gate_up_.data(), stream);
-  float* gate_up[2];
-  float* const gate_up_scratch[2] = {gate_.data(), up_.data()};
-  packed_second(l.gate_up, gate_up_.data(), gate_up_scratch, gate_up, stream);
-  linear_residual(l.down, DeviceVec::silu_mul(gate_up[0], gate_up[1]), rank_.data(), x_.data(), cfg, stream);
+  packed_first(l.gate_up, l.mlp_norm, {gate_up_.data(), gate_up_ld_}, rows, stream);
+  Rows gate_up[2];
+  const Rows gate_up_scratch[2] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
+  packed_second(l.gate_up, {gate_up_.data(), gate_up_ld_}, gate_up_scratch, gate_up, rows, stream);
+  check(rows == 1 || gate_up[0].ld == gate_up[1].ld, kWhere,
+        "batched steps need gate and up both dense or both low-rank (layer ", index, ")");
+  linear_residual(l.down, DeviceVec::silu_mul(gate_up[0].p, gate_up[1].p, gate_up[0].ld), rows, stream);
 }
 
-void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
+void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
   const ModelConfig& c = config_;
   if (piece == 0) {
-    embedding_lookup(weights_->embed(), token_.data(), 1, x_.data(), stream);
+    embedding_lookup(weights_->embed(), token_.data(), rows, x_.data(), stream);
   } else if (piece <= c.n_layers) {
-    enqueue_layer(piece - 1, stream);
+    enqueue_layer(piece - 1, rows, stream);
   } else {
     // Final RMSNorm fused into lm_head's first GEMV.
     const DeviceLinear& head = weights_->lm_head();
     const GemvConfig cfg = gemv_config();
+    const DeviceVec x = DeviceVec::f32(x_.data(), c.hidden);
+    const DeviceOut logits{logits_.data(), c.vocab};
     if (head.low_rank()) {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream, cfg);
-      gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream, cfg);
+      rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, {rank_.data(), rank_ld_}, rows, stream, cfg);
+      gemv(head.second, DeviceVec::f32(rank_.data(), rank_ld_), logits, rows, stream, cfg);
     } else {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream, cfg);
+      rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, logits, rows, stream, cfg);
     }
-    if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
+    if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, rows, c.vocab, stream);
     if (sampling_) {
-      // The draw is keyed by the token's position, read on the device.
-      sample_token(logits_.data(), c.vocab, *sampling_, pos_.data(), token_.data(), stream);
+      // Parameters and the draw's key (the token's position) are read on the device.
+      sample_tokens(logits_.data(), rows, c.vocab, c.vocab, params_.data(), pos_.data(), token_.data(), stream);
       publish_token(token_.data(), pos_.data(), device_ring_, kTokenRing, stream);
+      if (rows > 1)
+        FSVD_CUDA_CHECK(cudaMemcpyAsync(host_sampled_, token_.data(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                        stream));
     } else {
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), rows * c.vocab * sizeof(float),
                                       cudaMemcpyDeviceToHost, stream));
     }
   }
@@ -292,16 +359,16 @@ int count_kernels(cudaGraph_t graph) {
 
 }  // namespace
 
-void CudaExecutor::capture_graphs(std::vector<GraphExec>& graphs) {
+void CudaExecutor::capture_graphs(std::vector<GraphExec>& graphs, int rows) {
   const auto start = std::chrono::steady_clock::now();
   const int pieces = piece_count();
   const int groups = options_.graph == GraphMode::model ? 1 : pieces;
   for (int g = 0; g < groups; ++g) {
     const Graph graph = capture(stream_, [&] {
       if (groups == 1)
-        for (int p = 0; p < pieces; ++p) enqueue_piece(p, stream_);
+        for (int p = 0; p < pieces; ++p) enqueue_piece(p, rows, stream_);
       else
-        enqueue_piece(g, stream_);
+        enqueue_piece(g, rows, stream_);
     });
     GraphExec exec;
     FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), graph, 0));
@@ -322,10 +389,10 @@ ExecutorStats CudaExecutor::stats() {
   size_t free_bytes = 0, total_bytes = 0;
   FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   st.device_used_bytes = total_bytes - free_bytes;
-  // Counted from a capture of the whole step (not run): the kernels are the
-  // same in every mode, only how the host launches them differs.
+  // Counted from a capture of a whole one-row step (not run): the kernels are
+  // the same in every mode, only how the host launches them differs.
   const Graph graph = capture(stream_, [&] {
-    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
+    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, 1, stream_);
   });
   st.kernels_per_token = count_kernels(graph);
   // The logits out; a step started from the host (not one of a decode
@@ -341,36 +408,47 @@ ExecutorStats CudaExecutor::stats() {
 void CudaExecutor::set_step_inputs(int32_t token, int pos) {
   // The previous step has completed (every caller synchronizes before
   // returning), so the pinned inputs are free to change.
-  host_io_->token = token;
-  host_io_->pos = pos;
-  FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), &host_io_->token, sizeof(int32_t), cudaMemcpyHostToDevice,
-                                  stream_));
-  FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream_));
+  host_tokens_.get()[0] = token;
+  host_pos_.get()[0] = pos;
+  if (!table0_in_order_) {
+    for (int b = 0; b < max_blocks_; ++b) host_tables_.get()[b] = b;
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(tables_.data(), host_tables_, max_blocks_ * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, stream_));
+    table0_in_order_ = true;
+  }
+  FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), host_tokens_, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+  FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), host_pos_, sizeof(int), cudaMemcpyHostToDevice, stream_));
 }
 
-void CudaExecutor::enqueue_step() {
+void CudaExecutor::begin_sampling(const SamplingParams& params) {
+  check_sampling_params(params);
+  // As for the step inputs, the previous step has completed: the pinned copy is free.
+  if (params != host_params_.get()[0]) {
+    host_params_.get()[0] = params;
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), host_params_, sizeof(SamplingParams), cudaMemcpyHostToDevice,
+                                    stream_));
+  }
+  sampling_ = true;
+}
+
+void CudaExecutor::enqueue_step(int rows) {
   if (options_.graph == GraphMode::none) {
-    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
+    for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, rows, stream_);
     return;
   }
-  // Sampling parameters are baked into the captured launch: other ones
-  // need a new capture.
-  std::vector<GraphExec>& graphs = sampling_ ? sample_graphs_ : graphs_;
-  if (sampling_ && !graphs.empty() && sample_params_ != *sampling_) graphs.clear();
-  if (graphs.empty()) {
-    capture_graphs(graphs);
-    if (sampling_) sample_params_ = *sampling_;
-  }
+  std::vector<GraphExec>& graphs = (sampling_ ? sample_graphs_ : graphs_)[rows];
+  if (graphs.empty()) capture_graphs(graphs, rows);
   for (const GraphExec& g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
 }
 
 void CudaExecutor::decode_token(int32_t token, int pos) {
   set_step_inputs(token, pos);
-  enqueue_step();
+  enqueue_step(1);
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) {
+void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, const int32_t* blocks, bool all_logits,
+                           std::vector<float>& logits) {
   std::vector<KvCacheLayer> caches;
   if (!lowrank_kv_)
     for (int l = 0; l < config_.n_layers; ++l) caches.push_back(layer_cache(l));
@@ -382,19 +460,22 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, bool all_lo
     const bool last_row_only = !all_logits && done + n == tokens.size();
     if (lowrank_kv_)
       prefill_->run(tokens.subspan(done, n), chunk_pos, *lowrank_kv_, last_row_only);
+    else if (blocks)
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, identity_->chunk(chunk_pos, blocks, max_blocks_),
+                    blocks, last_row_only);
     else
-      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, pages_->chunk(chunk_pos), nullptr, last_row_only);
+      prefill_->run(tokens.subspan(done, n), chunk_pos, caches, identity_->chunk(chunk_pos), nullptr, last_row_only);
     if (all_logits)
       FSVD_CUDA_CHECK(cudaMemcpyAsync(logits.data() + done * vocab, prefill_->logits(static_cast<int64_t>(n)),
                                       n * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     done += n;
     if (done == tokens.size() && !all_logits) {
-      // The last row's hidden state (and position) through the decode step's head.
+      // The last row's hidden state (and position) through the decode step's head, as row 0.
       FSVD_CUDA_CHECK(cudaMemcpyAsync(x_.data(), prefill_->hidden() + (n - 1) * config_.hidden,
                                       config_.hidden * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-      host_io_->pos = pos + static_cast<int>(tokens.size()) - 1;
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream_));
-      enqueue_piece(piece_count() - 1, stream_);
+      host_pos_.get()[0] = pos + static_cast<int>(tokens.size()) - 1;
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), host_pos_, sizeof(int), cudaMemcpyHostToDevice, stream_));
+      enqueue_piece(piece_count() - 1, 1, stream_);
     }
   }
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -405,7 +486,7 @@ void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   filled_ = pos;  // until the step completes, the cache holds at most [0, pos)
   if (n > 1 && prefill_) {
-    prefill(tokens, pos, all_logits, logits);
+    prefill(tokens, pos, nullptr, all_logits, logits);
   } else {
     for (size_t i = 0; i < n; ++i) {
       decode_token(tokens[i], pos + static_cast<int>(i));
@@ -417,16 +498,15 @@ void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all
 
 int32_t CudaExecutor::forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) {
   check_forward_request("CudaExecutor::forward_next", tokens, pos, filled_, context_, config_.vocab);
-  check_sampling_params(params);
-  sampling_ = &params;
+  begin_sampling(params);
   std::vector<float> unused;
   try {
     run_tokens(tokens, pos, false, unused);
   } catch (...) {
-    sampling_ = nullptr;
+    sampling_ = false;
     throw;
   }
-  sampling_ = nullptr;
+  sampling_ = false;
   return published_token(pos + static_cast<int>(tokens.size()) - 1);
 }
 
@@ -436,8 +516,7 @@ int CudaExecutor::decode_stream(int32_t token, int pos, int count, const Samplin
   check(count >= 1, where, "count ", count, " must be positive");
   check_forward_request(where, std::span(&token, 1), pos, filled_, context_, config_.vocab);
   check(count <= context_ - pos, where, count, " steps from position ", pos, " exceed the context size ", context_);
-  check_sampling_params(params);
-  sampling_ = &params;
+  begin_sampling(params);
   filled_ = pos;
   int handed = 0;
   try {
@@ -446,7 +525,7 @@ int CudaExecutor::decode_stream(int32_t token, int pos, int count, const Samplin
     // to the host. A step queued past a stop runs for nothing: its cache row
     // lies past filled_.
     auto queue = [&](int i) {
-      enqueue_step();
+      enqueue_step(1);
       FSVD_CUDA_CHECK(cudaEventRecord(step_done_[i % 2], stream_));
     };
     queue(0);
@@ -459,10 +538,10 @@ int CudaExecutor::decode_stream(int32_t token, int pos, int count, const Samplin
     FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   } catch (...) {
     cudaStreamSynchronize(stream_);
-    sampling_ = nullptr;
+    sampling_ = false;
     throw;
   }
-  sampling_ = nullptr;
+  sampling_ = false;
   return handed;
 }
 
@@ -475,6 +554,133 @@ void CudaExecutor::forward(std::span<const int32_t> tokens, int pos, bool all_lo
   logits.resize((all_logits ? n : 1) * vocab);
   run_tokens(tokens, pos, all_logits, logits);
   if (!all_logits) std::copy(host_logits_.get(), host_logits_.get() + vocab, logits.data());
+}
+
+void CudaExecutor::step(std::span<const SeqSlice> batch, std::vector<float>& logits) {
+  run_step(batch, {}, &logits, nullptr);
+}
+
+void CudaExecutor::step_sample(std::span<const SeqSlice> batch, std::span<const SamplingParams> params,
+                               std::vector<int32_t>& tokens) {
+  run_step(batch, params, nullptr, &tokens);
+}
+
+void CudaExecutor::decode_rows(std::span<const DecodeRow> rows) {
+  const int n = static_cast<int>(rows.size()), bucket = bucket_for(n, rows_);
+  // The previous step has completed: the pinned inputs are free to change.
+  for (int r = 0; r < bucket; ++r) {
+    const bool real = r < n;
+    host_tokens_.get()[r] = real ? rows[r].token : 0;
+    host_pos_.get()[r] = real ? rows[r].pos : -1;  // a padding row
+    host_params_.get()[r] = real ? rows[r].params : SamplingParams{};
+    int32_t* table = host_tables_.get() + int64_t{r} * max_blocks_;
+    const size_t blocks = real ? std::min<size_t>(rows[r].blocks.size(), max_blocks_) : 0;
+    std::copy_n(rows[r < n ? r : 0].blocks.begin(), blocks, table);
+    std::fill(table + blocks, table + max_blocks_, 0);
+  }
+  table0_in_order_ = false;
+  auto copy = [&](void* device, const void* host, size_t bytes) {
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
+  };
+  copy(token_.data(), host_tokens_, bucket * sizeof(int32_t));
+  copy(pos_.data(), host_pos_, bucket * sizeof(int));
+  copy(tables_.data(), host_tables_, int64_t{bucket} * max_blocks_ * sizeof(int32_t));
+  if (sampling_) copy(params_.data(), host_params_, bucket * sizeof(SamplingParams));
+  enqueue_step(bucket);
+  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaExecutor::run_step(std::span<const SeqSlice> batch, std::span<const SamplingParams> params,
+                            std::vector<float>* logits, std::vector<int32_t>* tokens) {
+  const char* where = tokens ? "CudaExecutor::step_sample" : "CudaExecutor::step";
+  check_step_request(where, batch, pages_, context_, config_.vocab);
+  check(!lowrank_kv_, where, "the low-rank KV cache holds one sequence (--kv dense for batched steps)");
+  size_t outputs = 0;
+  for (const SeqSlice& s : batch) {
+    check(!tokens || s.output != StepOutput::all, where, "a sampling step returns one token a sequence");
+    outputs += s.output == StepOutput::last;
+  }
+  if (tokens) {
+    check(params.size() == outputs, where, params.size(), " sampling parameters for ", outputs, " outputs");
+    for (const SamplingParams& p : params) check_sampling_params(p);
+  }
+  filled_ = 0;  // forward()'s sequence is gone: the step may write any block
+  sampling_ = tokens != nullptr;
+  const size_t vocab = static_cast<size_t>(config_.vocab);
+  std::vector<std::vector<float>> slice_logits(batch.size());
+  std::vector<int32_t> slice_token(batch.size(), -1);
+  std::vector<SamplingParams> slice_params(batch.size());
+  for (size_t i = 0, k = 0; i < batch.size(); ++i)
+    if (tokens && batch[i].output == StepOutput::last) slice_params[i] = params[k++];
+
+  try {
+    // Prompt chunks one by one through Prefill.
+    std::vector<size_t> next(batch.size(), 0);  // each slice's first token not yet run
+    for (size_t i = 0; i < batch.size() && prefill_; ++i) {
+      const SeqSlice& s = batch[i];
+      if (s.tokens.size() < 2) continue;
+      chunk_blocks_.upload(s.blocks.first(std::min<size_t>(s.blocks.size(), max_blocks_)));
+      if (sampling_) {
+        host_params_.get()[0] = slice_params[i];
+        FSVD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), host_params_, sizeof(SamplingParams),
+                                        cudaMemcpyHostToDevice, stream_));
+      }
+      const bool all = s.output == StepOutput::all;
+      if (all) slice_logits[i].resize(s.tokens.size() * vocab);
+      prefill(s.tokens, s.pos, chunk_blocks_.data(), all, slice_logits[i]);
+      const int last_pos = s.pos + static_cast<int>(s.tokens.size()) - 1;
+      if (s.output == StepOutput::last && sampling_) slice_token[i] = published_token(last_pos);
+      if (s.output == StepOutput::last && !sampling_)
+        slice_logits[i].assign(host_logits_.get(), host_logits_.get() + vocab);
+      next[i] = s.tokens.size();
+    }
+
+    // The other tokens as decode rows: each wave takes every slice's next
+    // token (one row a sequence), in steps of up to rows_ rows.
+    std::vector<DecodeRow> rows;
+    std::vector<size_t> owner;
+    for (bool more = true; more;) {
+      rows.clear();
+      owner.clear();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const SeqSlice& s = batch[i];
+        if (next[i] == s.tokens.size()) continue;
+        rows.push_back({s.tokens[next[i]], s.pos + static_cast<int>(next[i]), s.blocks, slice_params[i]});
+        owner.push_back(i);
+      }
+      more = !rows.empty();
+      for (size_t first = 0; first < rows.size(); first += rows_) {
+        const size_t n = std::min<size_t>(rows_, rows.size() - first);
+        decode_rows(std::span(rows).subspan(first, n));
+        for (size_t r = 0; r < n; ++r) {
+          const size_t i = owner[first + r];
+          const SeqSlice& s = batch[i];
+          const bool last = ++next[i] == s.tokens.size();
+          if (s.output == StepOutput::all)
+            slice_logits[i].insert(slice_logits[i].end(), host_logits_.get() + r * vocab,
+                                   host_logits_.get() + (r + 1) * vocab);
+          else if (last && s.output == StepOutput::last && !sampling_)
+            slice_logits[i].assign(host_logits_.get() + r * vocab, host_logits_.get() + (r + 1) * vocab);
+          else if (last && s.output == StepOutput::last)
+            slice_token[i] = n == 1 ? published_token(rows[first + r].pos) : host_sampled_.get()[r];
+        }
+      }
+    }
+  } catch (...) {
+    cudaStreamSynchronize(stream_);
+    sampling_ = false;
+    throw;
+  }
+  sampling_ = false;
+
+  if (tokens) {
+    tokens->clear();
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].output == StepOutput::last) tokens->push_back(slice_token[i]);
+  } else {
+    logits->clear();
+    for (const std::vector<float>& l : slice_logits) logits->insert(logits->end(), l.begin(), l.end());
+  }
 }
 
 }  // namespace fsvd::cuda

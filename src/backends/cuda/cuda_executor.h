@@ -6,6 +6,7 @@
 // graphs. Logits come back as fp32 on the host.
 #include <cuda_runtime_api.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,22 +51,41 @@ struct CudaOptions {
   // one launch per part.
   bool pack = true;
   KvMode kv = KvMode::dense;
+  // Decode rows of one step (sequences of step() beyond it run in several):
+  // 1..kMaxBatch. Graphs are captured per bucket of 1, 2, 4, ... rows, a step
+  // padded to the next.
+  int max_batch = 1;
+  // With no block count given: the share of the GPU memory free once the
+  // weights are up that the KV cache takes.
+  double kv_memory = 0.9;
 };
 
 class CudaExecutor : public Executor {
  public:
-  // `model` must be packed (Model::pack); it is read only here. The KV cache
-  // holds `context` positions (not the model's max_seq). Throws Error for
-  // shapes the kernels do not support (head_dim other than 64, 80, 96, 128
-  // or 256, hidden above 8192) or a cache that does not fit in free GPU
-  // memory. Prompts go through Prefill with bf16 weights and head_dim 64 or
-  // 128, through decode steps otherwise.
+  // `model` must be packed (Model::pack); it is read only here. One sequence:
+  // the KV cache holds `context` positions (not the model's max_seq), in
+  // blocks taken in order. Throws Error for shapes the kernels do not support
+  // (head_dim other than 64, 80, 96, 128 or 256, hidden above 8192) or a
+  // cache that does not fit in free GPU memory. Prompts go through Prefill
+  // with bf16 weights and head_dim 64 or 128, through decode steps otherwise.
   CudaExecutor(const Model& model, int context, CudaOptions options = {});
   // Runs weights already on the device (a synthetic model, say).
   CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options = {});
+  // Many sequences (step, step_sample), each at most `context` positions, over
+  // a cache of pages.blocks blocks of pages.block_size (16) positions; 0
+  // blocks: as many as fit in options.kv_memory of the free memory.
+  CudaExecutor(const Model& model, KvPages pages, int context, CudaOptions options);
+  CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages pages, int context, CudaOptions options);
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
+  KvPages kv_pages() const override { return pages_; }
+  // Prompt chunks (slices of several tokens) run one by one through Prefill,
+  // then the one-token slices together in decode steps of up to
+  // options.max_batch rows (with fp32 weights, prompts too, a row a step).
+  void step(std::span<const SeqSlice> batch, std::vector<float>& logits) override;
+  void step_sample(std::span<const SeqSlice> batch, std::span<const SamplingParams> params,
+                   std::vector<int32_t>& tokens) override;
   void forward(std::span<const int32_t> tokens, int pos, bool all_logits,
                std::vector<float>& logits) override;
   int context_size() const override { return context_; }
@@ -80,82 +100,117 @@ class CudaExecutor : public Executor {
                     const std::function<bool(int32_t)>& on_token) override;
 
  private:
-  // The decode step in pieces: 0 looks up the embedding of the token in
-  // token_ (at the position in pos_), 1..n_layers are the layers, n_layers + 1
-  // is the head and then the copy of the logits out, or, while sampling_ is
-  // set, the token sampled into token_ and published to the host ring (pos_
-  // moves on: the next step of a stream needs nothing from the host). One
-  // graph per piece in layer mode.
+  // The decode step of `rows` rows (a bucket) in pieces: 0 looks up the
+  // embeddings of the tokens in token_ (at the positions in pos_), 1..n_layers
+  // are the layers, n_layers + 1 is the head and then the copy of the logits
+  // out, or, while sampling_ is set, the tokens sampled into token_ by the
+  // parameters in params_, row 0's published to the host ring (pos_[0] moves
+  // on: the next step of a stream needs nothing from the host) and the rest
+  // copied out. One graph per piece in layer mode.
   int piece_count() const { return config_.n_layers + 2; }
-  void enqueue_piece(int piece, cudaStream_t stream);
-  void enqueue_layer(int index, cudaStream_t stream);
-  // y = rmsnorm(x) through p's first factors (packed, or part by part).
-  void packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream);
+  void enqueue_piece(int piece, int rows, cudaStream_t stream);
+  void enqueue_layer(int index, int rows, cudaStream_t stream);
+  // A matrix of activations in device memory: row r at p + r * ld.
+  struct Rows {
+    float* p;
+    int64_t ld;
+  };
+  // out = rmsnorm(x) through p's first factors (packed, or part by part).
+  void packed_first(const DevicePacked& p, const float* gain, Rows out, int rows, cudaStream_t stream);
   // The parts' outputs of a packed projection whose first factors wrote
   // packed_out: a dense part's slice of it, or its second factor applied to
   // that slice into scratch[i] (all parts in one grouped launch when
   // packing), each with its bias added.
-  void packed_second(const DevicePacked& p, float* packed_out, float* const* scratch, float** outputs,
+  void packed_second(const DevicePacked& p, Rows packed_out, const Rows* scratch, Rows* outputs, int rows,
                      cudaStream_t stream);
+  // y += linear(x) over `rows` rows; rank_ holds a low-rank linear's rank-space rows.
+  void linear_residual(const DeviceLinear& l, DeviceVec x, int rows, cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
-  void capture_graphs(std::vector<GraphExec>& graphs);
-  // Copies the token and position a step starts from to the device.
+  void capture_graphs(std::vector<GraphExec>& graphs, int rows);
+  // Copies the token and position a one-sequence step starts from to row 0
+  // (its block table the pool's blocks in order).
   void set_step_inputs(int32_t token, int pos);
-  // Queues one decode step (capturing its graphs on first use).
-  void enqueue_step();
+  // Starts sampling steps under `params` (checked) in row 0: copied to the
+  // device when they differ from the last ones.
+  void begin_sampling(const SamplingParams& params);
+  // Queues one decode step of `rows` rows (capturing its graphs on first use).
+  void enqueue_step(int rows);
   // The token sampled by the step at `pos`, once that step has completed.
-  int32_t published_token(int pos) const { return host_io_->ring[pos % kTokenRing]; }
+  int32_t published_token(int pos) const { return ring_.get()[pos % kTokenRing]; }
   // One token through the decode step; its logits land in host_logits_, or,
   // while sampling_ is set, the next token in published_token(pos).
   void decode_token(int32_t token, int pos);
   // Dense mode: the layer's pool.
   KvCacheLayer layer_cache(int layer) const;
-  // Prompt chunks through Prefill; logits of every row into `logits` when
-  // all_logits, else the last row's head output as decode_token leaves it.
-  void prefill(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits);
+  // Prompt chunks of one sequence through Prefill (its blocks: `blocks` in
+  // device memory, null for the pool's blocks in order); logits of every row
+  // into `logits` when all_logits, else the last row's head output as
+  // decode_token leaves it.
+  void prefill(std::span<const int32_t> tokens, int pos, const int32_t* blocks, bool all_logits,
+               std::vector<float>& logits);
   // Runs tokens (prefill for several when possible), leaving the last one's
   // result where decode_token does.
   void run_tokens(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits);
+  // step() and step_sample(): `params` per slice whose output is `last`
+  // (sampling), or empty (logits); the results appended in slice order.
+  void run_step(std::span<const SeqSlice> batch, std::span<const SamplingParams> params, std::vector<float>* logits,
+                std::vector<int32_t>* tokens);
+  // One decode row of a step: a token at a position of a sequence.
+  struct DecodeRow {
+    int32_t token;
+    int pos;
+    std::span<const int32_t> blocks;
+    SamplingParams params;
+  };
+  // Runs `rows` (at most rows_, distinct sequences) as one decode step, padded
+  // to its bucket; row r's logits land in host_logits_ row r, or its sampled
+  // token in published_token(pos) for one row, host_sampled_[r] for several.
+  void decode_rows(std::span<const DecodeRow> rows);
 
   CudaOptions options_;
   ModelConfig config_;
   int context_;
-  int filled_ = 0;  // positions [0, filled_) hold valid keys/values
+  KvPages pages_;
+  int max_blocks_;  // block-table entries of one sequence (context_ in blocks)
+  int rows_;        // decode rows of one step
+  int filled_ = 0;  // forward(): positions [0, filled_) hold valid keys/values
   HeadShape heads_;
-  DecodeAttentionPlan attention_plan_;
   std::shared_ptr<const DeviceModel> weights_;
   std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
   Stream stream_;
-  std::vector<GraphExec> graphs_;         // logits out; captured on first use
-  std::vector<GraphExec> sample_graphs_;  // next token out, for sample_params_
-  SamplingParams sample_params_;
-  const SamplingParams* sampling_ = nullptr;  // set during a forward_next
+  // Captured on first use, by bucket: logits out, and tokens sampled.
+  std::map<int, std::vector<GraphExec>> graphs_, sample_graphs_;
+  bool sampling_ = false;  // set while steps sample
   double capture_ms_ = 0;
 
-  // One sequence over blocks of the pool in order: the decode step's block
-  // table (the low-rank scratch has as many blocks) and prompt chunks' rows.
-  std::unique_ptr<IdentityPages> pages_;
-  // Dense mode: per layer, a pool of pages_'s blocks ([blocks * block_size][kv_dim] of the weights' type).
+  // The pool's blocks in order: forward()'s sequence, the low-rank scratch
+  // (as many blocks), and the positions of prompt chunks' rows.
+  std::unique_ptr<IdentityPages> identity_;
+  // Dense mode: per layer, a pool of pages_ ([blocks * block_size][kv_dim] of the weights' type).
   DeviceBuffer<uint8_t> k_cache_, v_cache_;
-  std::unique_ptr<LowRankKv> lowrank_kv_;    // lowrank mode
+  std::unique_ptr<LowRankKv> lowrank_kv_;  // lowrank mode
   DeviceBuffer<float> inv_freq_;
-  DeviceBuffer<int32_t> token_;
+  // The rows of a decode step: token, position (< 0: a padding row), block
+  // table (max_blocks_ entries a row) and sampling parameters, copied in from
+  // the pinned host_* arrays.
+  DeviceBuffer<int32_t> token_, tables_;
   DeviceBuffer<int> pos_;
-  // Pinned host memory, mapped for the device: what a step started from the
-  // host copies in, and the sampled tokens by position.
+  DeviceBuffer<SamplingParams> params_;
+  DeviceBuffer<int32_t> chunk_blocks_;  // a prompt chunk's block table (step)
+  PinnedHost<int32_t> host_tokens_, host_tables_, host_sampled_;
+  PinnedHost<int> host_pos_;
+  PinnedHost<SamplingParams> host_params_;
+  bool table0_in_order_ = false;  // row 0 of tables_ holds the pool's blocks in order
+  // Mapped pinned memory: row 0's sampled tokens by position.
   static constexpr int kTokenRing = 4;
-  struct HostIo {
-    int32_t token;
-    int pos;
-    int32_t ring[kTokenRing];
-  };
-  PinnedHost<HostIo> host_io_;
-  int32_t* device_ring_ = nullptr;  // host_io_->ring as the device addresses it
+  PinnedHost<int32_t> ring_;
+  int32_t* device_ring_ = nullptr;  // ring_ as the device addresses it
   Event step_done_[2];              // alternating over a stream's steps
-  PinnedHost<float> host_logits_;
-  // Activations of one token.
-  DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_,
-      logits_;
+  PinnedHost<float> host_logits_;   // [rows_, vocab]
+  // Activations of rows_ rows, row strides: hidden, qkv_ld_, q_dim, kv_dim,
+  // q_dim, rank_ld_, gate_up_ld_, intermediate, intermediate, vocab.
+  int64_t qkv_ld_ = 0, rank_ld_ = 0, gate_up_ld_ = 0;
+  DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_, logits_;
 };
 
 }  // namespace fsvd::cuda

@@ -22,7 +22,12 @@ class IdentityPages {
   // The pool over k and v (each num_blocks() * block_size() rows of `type`).
   KvCacheLayer pool(void* k, void* v, ElementType type) const { return {k, v, block_size_, num_blocks_, type}; }
   // Rows at positions [pos, pos + n) (a prompt chunk; n <= context - pos).
-  PagedRows chunk(int pos) const { return {positions_.data() + pos, zeros_.data(), table_.data(), num_blocks_}; }
+  PagedRows chunk(int pos) const { return chunk(pos, table_.data(), num_blocks_); }
+  // The same positions of another sequence of the pool, whose block table
+  // (device memory, max_blocks entries) is `table`.
+  PagedRows chunk(int pos, const int32_t* table, int max_blocks) const {
+    return {positions_.data() + pos, zeros_.data(), table, max_blocks};
+  }
   // The decode step's row, its position in device memory.
   PagedRows token(const int* d_pos) const { return {d_pos, nullptr, table_.data(), num_blocks_}; }
 
