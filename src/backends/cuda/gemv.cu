@@ -578,8 +578,15 @@ using Product = GemvGroup;
 template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups, int kRows, int kTile>
 void launch_tile(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights, cudaStream_t stream) {
   const auto kernel = gemv_kernel<T, kE, kX, kNorm, kGroups, kRows, kTile>;
-  if (kTile > 1)  // windows of up to 72 KB: past the 48 KB a kernel gets unasked
+  if (kTile > 1) {
+    // Windows of up to 72 KB: past the 48 KB a kernel gets unasked. And the
+    // shared memory of resident_ctas CTAs an SM, all of it: left to itself
+    // the driver may configure less and hold fewer CTAs (batched CTAs need no
+    // L1: weights bypass it, x arrives by cp.async).
     FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    FSVD_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(plan.tiles) * plan.splits);
   config.blockDim = dim3(plan.warps * 32);
