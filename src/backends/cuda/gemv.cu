@@ -79,13 +79,18 @@
 //   strides, two-way bank conflicts hidden behind its weight stream).
 // - Registers: rows x tile sums plus the 8 weight loads in flight exceed the
 //   64 registers of 4 CTAs an SM, so larger tiles launch fewer CTAs an SM
-//   (resident_ctas; the planner counts them), and the sums are reduced over
+//   (resident_ctas; the planner counts them), tile 16 keeps 4 loads in flight
+//   (loads_in_flight) beside its 64 sums, and the sums are reduced over
 //   the warp by a reduce-scatter: the same butterfly as warp_sum (the same
-//   bits) but 2N - 1 + 5 - log2(N) shuffles for N sums instead of 5N.
-// - RMSNorm: every CTA cannot stage all of x for 16 vectors; each CTA sums
+//   bits) but about N shuffles for N sums instead of 5N.
+// - RMSNorm: no CTA can stage all of x for 16 vectors; each CTA sums
 //   x^2 over its own slice as it stages it, and the split-K reduction adds the
 //   slices' sums beside the partial products (tried at batch 1 and measured
 //   slower there, where all of x fits, so batch 1 keeps staging it all).
+// Measured, the batched instances reach about half of batch 1's bandwidth
+// at B = 2 and less beyond, below cuBLASLt's GEMM for most of LLaMA-7B's
+// matrices (bench/kernels/gemv_notes.md, "Batched GEMV": the switch point
+// and what was ruled out as the cause).
 #include "backends/cuda/gemv.h"
 
 #include <cooperative_groups.h>
@@ -578,15 +583,8 @@ using Product = GemvGroup;
 template <typename T, Epilogue kE, XKind kX, bool kNorm, int kGroups, int kRows, int kTile>
 void launch_tile(const Params& p, const GemvPlan& plan, size_t smem, bool early_weights, cudaStream_t stream) {
   const auto kernel = gemv_kernel<T, kE, kX, kNorm, kGroups, kRows, kTile>;
-  if (kTile > 1) {
-    // Windows of up to 72 KB: past the 48 KB a kernel gets unasked. And the
-    // shared memory of resident_ctas CTAs an SM, all of it: left to itself
-    // the driver may configure less and hold fewer CTAs (batched CTAs need no
-    // L1: weights bypass it, x arrives by cp.async).
+  if (kTile > 1)  // windows of up to 72 KB: past the 48 KB a kernel gets unasked
     FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    FSVD_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(plan.tiles) * plan.splits);
   config.blockDim = dim3(plan.warps * 32);

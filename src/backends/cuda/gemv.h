@@ -4,7 +4,9 @@
 // for all of them. W is bf16 (or fp32, for exact checks) row-major in device
 // memory, with fp32 accumulation and fp32 output, plus what the decode path
 // fuses into it (a residual add, an RMSNorm of the input, SiLU(gate)·up formed
-// from the input). Memory-bound by design: see gemv.cu for the layout.
+// from the input). Memory-bound by design: see gemv.cu for the layout. From
+// 2 vectors on, Gemm::run (gemm.h) is faster for most of LLaMA-7B's matrices
+// (bench/kernels/gemv_notes.md, "Batched GEMV", has the switch points).
 //
 // Layout contract for W: the data pointer is 16-byte aligned and the row
 // stride `ld` (in elements) is >= cols and spans whole 16-byte groups (a

@@ -59,12 +59,14 @@ void check_gemv_config(GemvConfig cfg, const char* where) {
 //   anyway when 2-row warps fill the wave with no more slices than that (the
 //   dense o projection; with 4-row warps it would need twice as many), or
 //   that would give fewer CTAs than SMs with 4-row warps.
-// - batched (more than one input vector): the wave counts the tile's
-//   resident CTAs (fewer for larger tiles), so larger batches get fewer
-//   slices. Rows per warp: 2 up to tile 4 (4-row warps spill in the 80
-//   registers of 3 CTAs an SM), 4 from tile 8, where each x value a warp
-//   loads from shared memory must serve 4 rows' products for those loads
-//   not to bound the launch.
+// - batched (more than one input vector), from sweeping the launch shapes
+//   of LLaMA-7B's matrices at B = 2..16 (gemv_notes.md, "Batched GEMV"):
+//   the wave counts the tile's resident CTAs, fewer for larger tiles, but
+//   shorter CTAs measured faster even past one wave, so never fewer than 2
+//   slices, and at tile 16 one per 4 warp steps up to 4. Rows per warp: 2
+//   up to tile 4 (4-row warps spill in the 80 registers of 3 CTAs an SM), 4
+//   from tile 8, where each x value a warp loads from shared memory must
+//   serve 4 rows' products for those loads not to bound the launch.
 GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfig cfg, GemvFusion fusion,
                           int sm_count, GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
@@ -92,6 +94,8 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfi
     const int64_t tiles = unsplit_tiles(rows);
     const int64_t deep = groups / (loads_in_flight(tile) / rows * kStepGroups);
     int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
+    if (tile > 1)
+      s = std::max<int64_t>({s, 2, tile == kMaxBatch ? std::min<int64_t>(4, ceil_div(groups, kStepGroups) / 4) : 0});
     if (s > 4 && s < kMaxSplits) s = 4;
     if (norm && tiles > slots) s = std::max(s, early_splits);
     return s;

@@ -94,8 +94,8 @@ TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
 }
 
 // Batches: the instance is the smallest tile of 1, 2, 4, 8, 16 holding the
-// batch; larger tiles keep fewer CTAs resident, so the wave the slices fill
-// is smaller; rows per warp are 2 up to tile 4 and 4 from tile 8.
+// batch; rows per warp are 2 up to tile 4 and 4 from tile 8; at least 2
+// slices, at tile 16 up to 4 (one per 4 warp steps), as measured fastest.
 TEST(GemvPlan, BatchesGetTheirTileAndFewerSlices) {
   const int tiles[] = {1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16};
   for (int batch = 1; batch <= gemv_limits::kMaxBatch; ++batch) {
@@ -106,14 +106,19 @@ TEST(GemvPlan, BatchesGetTheirTileAndFewerSlices) {
     EXPECT_EQ(p.tiles, 1024 / (8 * p.rows_per_warp));
     if (batch > 1) {
       EXPECT_EQ(p.rows_per_warp, batch > 4 ? 4 : 2);
-      EXPECT_LE(int64_t{p.tiles} * p.splits, 132 * gemv_limits::resident_ctas(p.batch_tile));
+      EXPECT_GE(p.splits, 2);
     }
   }
-  // Rows too few for a wave: slices fill it, fewer as the resident CTAs drop.
-  EXPECT_EQ(plan_gemv(1024, 4096, 1, {}, 132).splits, 8);
-  EXPECT_EQ(plan_gemv(1024, 4096, 16, {}, 132).splits, 8);
-  EXPECT_EQ(plan_gemv(4096, 4096, 1, {}, 132).splits, 4);
-  EXPECT_EQ(plan_gemv(4096, 4096, 16, {}, 132).splits, 2);
+  auto splits = [](int64_t rows, int64_t cols, int batch) { return plan_gemv(rows, cols, batch, {}, 132).splits; };
+  EXPECT_EQ(splits(1024, 4096, 1), 8);  // rows too few for a wave: slices fill it
+  EXPECT_EQ(splits(1024, 4096, 16), 8);
+  EXPECT_EQ(splits(4096, 1024, 1), 2);
+  EXPECT_EQ(splits(4096, 1024, 2), 2);   // keep 0.5's q second factor
+  EXPECT_EQ(splits(4096, 1024, 16), 2);  // 4 warp steps: 2 slices, not 4
+  EXPECT_EQ(splits(22016, 4096, 1), 1);  // dense gate|up: more than a wave
+  EXPECT_EQ(splits(22016, 4096, 4), 2);
+  EXPECT_EQ(splits(22016, 4096, 16), 4);
+  EXPECT_EQ(splits(4096, 11008, 16), 4);  // dense down: 3 slices of 4096 columns at least, 4 at tile 16
   EXPECT_THROW(plan_gemv(1024, 4096, 0, {}, 132), Error);
   EXPECT_THROW(plan_gemv(1024, 4096, gemv_limits::kMaxBatch + 1, {}, 132), Error);
 }
