@@ -32,8 +32,7 @@ constexpr int batch_tile(int batch) {
 // batch 1, 65536 registers / 64 a thread / 256 threads).
 constexpr int resident_ctas(int tile) { return tile == 1 ? 4 : tile <= 4 ? 3 : 2; }
 // 16-byte weight loads a lane issues before using any: half at tile 16, whose
-// 4 x 16 sums a thread take the registers (and whose products, not the
-// latency of its loads, bound it).
+// 4 x 16 sums a thread take the registers the other half would need.
 constexpr int loads_in_flight(int tile) { return tile < 16 ? kLoadsInFlight : kLoadsInFlight / 2; }
 // Columns of x a CTA stages at once for all tile rows (a whole slice at batch
 // 1): with the RMSNorm's gain, 16 KB at batch 1, at most 48 KB for the tiles
