@@ -23,10 +23,10 @@ constexpr const char* kWhere = "CudaExecutor";
 void linear_residual(const DeviceLinear& l, DeviceVec x, float* rank, float* y, GemvConfig cfg,
                      cudaStream_t stream) {
   if (l.low_rank()) {
-    gemv(l.first, x, rank, stream, cfg);
-    gemv_residual(l.second, DeviceVec::f32(rank), y, stream, cfg);
+    gemv(l.first, x, {rank}, 1, stream, cfg);
+    gemv_residual(l.second, DeviceVec::f32(rank), {y}, 1, stream, cfg);
   } else {
-    gemv_residual(l.first, x, y, stream, cfg);
+    gemv_residual(l.first, x, {y}, 1, stream, cfg);
   }
   if (l.bias) add_bias(y, l.out(), l.bias, 1, l.out(), stream);
 }
@@ -152,12 +152,12 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
 void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, float* out, cudaStream_t stream) {
   const float eps = config_.rms_eps;
   if (options_.pack) {
-    rmsnorm_gemv(p.first, x_.data(), gain, eps, out, stream, gemv_config());
+    rmsnorm_gemv(p.first, DeviceVec::f32(x_.data()), gain, eps, {out}, 1, stream, gemv_config());
     return;
   }
   for (const DevicePacked::Part& part : p.parts)
-    rmsnorm_gemv(row_slice(p.first, part.offset, part.offset + part.rows), x_.data(), gain, eps, out + part.offset,
-                 stream, gemv_config());
+    rmsnorm_gemv(row_slice(p.first, part.offset, part.offset + part.rows), DeviceVec::f32(x_.data()), gain, eps,
+                 {out + part.offset}, 1, stream, gemv_config());
 }
 
 void CudaExecutor::packed_second(const DevicePacked& p, float* packed_out, float* const* scratch,
@@ -168,14 +168,14 @@ void CudaExecutor::packed_second(const DevicePacked& p, float* packed_out, float
     const DevicePacked::Part& part = p.parts[i];
     outputs[i] = packed_out + part.offset;
     if (part.second.data) {
-      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), scratch[i]};
+      groups[count++] = {part.second, DeviceVec::f32(outputs[i]), {scratch[i]}};
       outputs[i] = scratch[i];
     }
   }
   if (options_.pack) {
-    if (count > 0) gemv_grouped(groups, count, stream, gemv_config());
+    if (count > 0) gemv_grouped(groups, count, 1, stream, gemv_config());
   } else {
-    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, stream, gemv_config());
+    for (int i = 0; i < count; ++i) gemv_grouped(&groups[i], 1, 1, stream, gemv_config());
   }
   for (size_t i = 0; i < p.parts.size(); ++i) {
     const DevicePacked::Part& part = p.parts[i];
@@ -241,10 +241,12 @@ void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
     const DeviceLinear& head = weights_->lm_head();
     const GemvConfig cfg = gemv_config();
     if (head.low_rank()) {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, rank_.data(), stream, cfg);
-      gemv(head.second, DeviceVec::f32(rank_.data()), logits_.data(), stream, cfg);
+      rmsnorm_gemv(head.first, DeviceVec::f32(x_.data()), weights_->final_norm(), c.rms_eps, {rank_.data()}, 1,
+                   stream, cfg);
+      gemv(head.second, DeviceVec::f32(rank_.data()), {logits_.data()}, 1, stream, cfg);
     } else {
-      rmsnorm_gemv(head.first, x_.data(), weights_->final_norm(), c.rms_eps, logits_.data(), stream, cfg);
+      rmsnorm_gemv(head.first, DeviceVec::f32(x_.data()), weights_->final_norm(), c.rms_eps, {logits_.data()}, 1,
+                   stream, cfg);
     }
     if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
     if (sampling_) {
