@@ -183,15 +183,15 @@ void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
         g.push_back({{w.data() + size_t(copy % copies) * per_copy + w_offset[i], set.shapes[i].first,
                       set.shapes[i].second, ld[i]},
                      DeviceVec::f32(x.data() + x_offset[i]),
-                     out[i].data()});
+                     {out[i].data()}});
       return g;
     };
     auto separate = [&](int copy, GemvConfig cfg, std::vector<DeviceBuffer<float>>& out) {
-      for (const GemvGroup& g : groups(copy, out)) gemv(g.w, g.x, g.y, stream, cfg);
+      for (const GemvGroup& g : groups(copy, out)) gemv(g.w, g.x, g.y, 1, stream, cfg);
     };
     auto grouped = [&](int copy, GemvConfig cfg) {
       const std::vector<GemvGroup> g = groups(copy, y);
-      gemv_grouped(g.data(), count, stream, cfg);
+      gemv_grouped(g.data(), count, 1, stream, cfg);
     };
     const double sep = time_per_call(stream, launches, [&](int i) { separate(i, {}, y_alone); });
     const double sep_pdl = time_per_call(stream, launches, [&](int i) { separate(i, {0, 0, true}, y_alone); });
@@ -200,8 +200,8 @@ void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
     const double grp4 = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0}); });
     const double grp4_pdl = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0, true}); });
     const std::vector<GemvGroup> g0 = groups(0, y);
-    const GemvPlan plan = plan_gemv_grouped(g0.data(), count, {}, prop.multiProcessorCount);
-    const GemvPlan plan4 = plan_gemv_grouped(g0.data(), count, {4, 0}, prop.multiProcessorCount);
+    const GemvPlan plan = plan_gemv_grouped(g0.data(), count, 1, {}, prop.multiProcessorCount);
+    const GemvPlan plan4 = plan_gemv_grouped(g0.data(), count, 1, {4, 0}, prop.multiProcessorCount);
 
     // Check: bitwise equal to the separate calls with the grouped launch's own shape.
     const GemvConfig same{plan.warps, plan.splits};
@@ -307,21 +307,21 @@ class Chain {
     const ChainStep& st = layer_.steps[s];
     const DeviceMatrix m{w_[l * steps() + s].data(), st.rows, st.cols, ld(st)};
     switch (st.kind) {
-      case Kind::Norm: rmsnorm_gemv(m, x, gain_.data(), 1e-5f, y, stream_, cfg); break;
-      case Kind::SiluInput: gemv(m, DeviceVec::silu_mul(x, x + st.cols), y, stream_, cfg); break;
-      case Kind::SiluResidual: gemv_residual(m, DeviceVec::silu_mul(x, x + st.cols), y, stream_, cfg); break;
-      case Kind::Residual: gemv_residual(m, DeviceVec::f32(x), y, stream_, cfg); break;
+      case Kind::Norm: rmsnorm_gemv(m, DeviceVec::f32(x), gain_.data(), 1e-5f, {y}, 1, stream_, cfg); break;
+      case Kind::SiluInput: gemv(m, DeviceVec::silu_mul(x, x + st.cols), {y}, 1, stream_, cfg); break;
+      case Kind::SiluResidual: gemv_residual(m, DeviceVec::silu_mul(x, x + st.cols), {y}, 1, stream_, cfg); break;
+      case Kind::Residual: gemv_residual(m, DeviceVec::f32(x), {y}, 1, stream_, cfg); break;
       case Kind::Plain:
         if (st.parts == 1) {
-          gemv(m, DeviceVec::f32(x), y, stream_, cfg);
+          gemv(m, DeviceVec::f32(x), {y}, 1, stream_, cfg);
         } else {
           GemvGroup g[kMaxGemvGroups];
           const int64_t rows = st.rows / st.parts;
           const auto* base = static_cast<const __nv_bfloat16*>(m.data);
           for (int i = 0; i < st.parts; ++i)
             g[i] = {DeviceMatrix{base + size_t(i) * rows * m.ld, rows, m.cols, m.ld}, DeviceVec::f32(x + i * st.cols),
-                    y + i * rows};
-          gemv_grouped(g, st.parts, stream_, cfg);
+                    {y + i * rows}};
+          gemv_grouped(g, st.parts, 1, stream_, cfg);
         }
         break;
     }
@@ -365,8 +365,8 @@ void run_chain(const cudaDeviceProp& prop, cudaStream_t stream) {
                                 : st.kind == Kind::SiluInput || st.kind == Kind::SiluResidual ? GemvFusion::SiluMul
                                                                                               : GemvFusion::None;
       const GemvConfig pdl{0, 0, true};
-      const GemvPlan plan = st.parts > 1 ? plan_gemv_grouped(parts, st.parts, pdl, prop.multiProcessorCount)
-                                         : plan_gemv(st.rows, st.cols, pdl, prop.multiProcessorCount,
+      const GemvPlan plan = st.parts > 1 ? plan_gemv_grouped(parts, st.parts, 1, pdl, prop.multiProcessorCount)
+                                         : plan_gemv(st.rows, st.cols, 1, pdl, prop.multiProcessorCount,
                                                      ElementType::BF16, fusion);
       std::printf("%-16s [%lld, %lld]%s auto %dr%dw%ds:", st.name, static_cast<long long>(st.rows / st.parts),
                   static_cast<long long>(st.cols), st.parts > 1 ? " grouped" : "", plan.rows_per_warp, plan.warps,
@@ -378,7 +378,7 @@ void run_chain(const cudaDeviceProp& prop, cudaStream_t stream) {
           for (int splits : {1, 2, 4, 8}) {
             std::vector<GemvConfig> cfgs = automatic;
             cfgs[s] = GemvConfig{warps, splits, true, rows};
-            const GemvPlan p = plan_gemv_grouped(parts, st.parts, cfgs[s], prop.multiProcessorCount);
+            const GemvPlan p = plan_gemv_grouped(parts, st.parts, 1, cfgs[s], prop.multiProcessorCount);
             if (p.splits != splits) continue;  // the columns give fewer slices: same as a smaller request
             const double t = chain.us(cfgs);
             std::printf(" %s %.2f", config_name(cfgs[s]).c_str(), t);
@@ -439,15 +439,15 @@ int run(bool grouped_only, bool chain_only) {
     auto run = [&](const DeviceMatrix& m, GemvConfig cfg) {
       const DeviceVec x = DeviceVec::f32(x_f32.data());
       switch (s.kind) {
-        case Kind::Plain: gemv(m, x, y.data(), stream, cfg); break;
-        case Kind::Residual: gemv_residual(m, x, y.data(), stream, cfg); break;
+        case Kind::Plain: gemv(m, x, {y.data()}, 1, stream, cfg); break;
+        case Kind::Residual: gemv_residual(m, x, {y.data()}, 1, stream, cfg); break;
         case Kind::SiluInput:
-          gemv(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), y.data(), stream, cfg);
+          gemv(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), {y.data()}, 1, stream, cfg);
           break;
         case Kind::SiluResidual:
-          gemv_residual(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), y.data(), stream, cfg);
+          gemv_residual(m, DeviceVec::silu_mul(x_f32.data(), x_f32.data() + s.cols), {y.data()}, 1, stream, cfg);
           break;
-        case Kind::Norm: rmsnorm_gemv(m, x_f32.data(), gain.data(), 1e-5f, y.data(), stream, cfg); break;
+        case Kind::Norm: rmsnorm_gemv(m, DeviceVec::f32(x_f32.data()), gain.data(), 1e-5f, {y.data()}, 1, stream, cfg); break;
       }
     };
     auto ours = [&](int i, GemvConfig cfg) { run(matrix(i), cfg); };
@@ -463,7 +463,7 @@ int run(bool grouped_only, bool chain_only) {
     r.name = s.name;
     r.shape = "[" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]";
     r.mb = bytes / 1e6;
-    const GemvPlan plan = plan_gemv(s.rows, s.cols, {}, prop.multiProcessorCount);
+    const GemvPlan plan = plan_gemv(s.rows, s.cols, 1, {}, prop.multiProcessorCount);
     r.auto_plan = std::to_string(plan.warps) + "w x " + std::to_string(plan.splits) + "s";
     r.cublas_us = time_per_call(stream, launches, cublas);
     r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}); });
@@ -499,7 +499,7 @@ int run(bool grouped_only, bool chain_only) {
     std::vector<std::pair<int, int>> seen;
     for (int warps : {2, 4, 8})
       for (int splits : {1, 2, 3, 4, 5, 6, 7, 8}) {
-        const GemvPlan p = plan_gemv(s.rows, s.cols, {warps, splits}, prop.multiProcessorCount);
+        const GemvPlan p = plan_gemv(s.rows, s.cols, 1, {warps, splits}, prop.multiProcessorCount);
         if (std::find(seen.begin(), seen.end(), std::make_pair(warps, p.splits)) != seen.end()) continue;
         seen.emplace_back(warps, p.splits);
         const double us = time_per_call(stream, launches, [&](int i) { ours(i, {warps, splits}); });

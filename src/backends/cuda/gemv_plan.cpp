@@ -30,6 +30,11 @@ GemvPlan plan_product(const DeviceMatrix& w, int warps, int rows_per_warp, int64
 
 }  // namespace
 
+void check_gemv_batch(int batch, const char* where) {
+  check(batch >= 1 && batch <= kMaxBatch, where, "batch of ", batch, " input vectors; 1..", kMaxBatch,
+        " are supported");
+}
+
 void check_gemv_config(GemvConfig cfg, const char* where) {
   check(cfg.warps >= 0 && cfg.warps <= kMaxWarps, where, "warps per CTA ", cfg.warps, " not in 1..",
         kMaxWarps);
@@ -54,11 +59,20 @@ void check_gemv_config(GemvConfig cfg, const char* where) {
 //   anyway when 2-row warps fill the wave with no more slices than that (the
 //   dense o projection; with 4-row warps it would need twice as many), or
 //   that would give fewer CTAs than SMs with 4-row warps.
-GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, GemvFusion fusion, int sm_count,
-                          GemvPlan* plans) {
+// - batched (more than one input vector), from sweeping the launch shapes
+//   of LLaMA-7B's matrices at B = 2..16 (gemv_notes.md, "Batched GEMV"):
+//   the wave counts the tile's resident CTAs, fewer for larger tiles, but
+//   shorter CTAs measured faster even past one wave, so never fewer than 2
+//   slices, and at tile 16 one per 4 warp steps up to 4. Rows per warp: 2
+//   up to tile 4 (4-row warps spill in the 80 registers of 3 CTAs an SM), 4
+//   from tile 8, where each x value a warp loads from shared memory must
+//   serve 4 rows' products for those loads not to bound the launch.
+GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfig cfg, GemvFusion fusion,
+                          int sm_count, GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
   const bool norm = fusion == GemvFusion::RmsNorm, silu = fusion == GemvFusion::SiluMul;
-  const int64_t slots = int64_t{sm_count} * (kResidentWarpsPerSm / warps);
+  const int tile = batch_tile(batch);
+  const int64_t slots = int64_t{sm_count} * (resident_ctas(tile) * kMaxWarps / warps);
   int64_t groups = 0, row_bytes = 0;  // of the widest product
   for (int i = 0; i < count; ++i) {
     groups = std::max(groups, ceil_div(w[i].cols, values_per_16_bytes(w[i].type)));
@@ -78,14 +92,18 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, Gemv
   auto slices_for = [&](int rows) {
     if (cfg.splits > 0) return int64_t{cfg.splits};
     const int64_t tiles = unsplit_tiles(rows);
-    const int64_t deep = groups / (kLoadsInFlight / rows * kStepGroups);
+    const int64_t deep = groups / (loads_in_flight(tile) / rows * kStepGroups);
     int64_t s = std::min<int64_t>({silu ? kMaxSplits : slots / tiles, deep, kMaxSplits});
+    if (tile > 1)
+      s = std::max<int64_t>({s, 2, tile == kMaxBatch ? std::min<int64_t>(4, ceil_div(groups, kStepGroups) / 4) : 0});
     if (s > 4 && s < kMaxSplits) s = 4;
     if (norm && tiles > slots) s = std::max(s, early_splits);
     return s;
   };
   int rows_per_warp = cfg.rows_per_warp;
-  if (rows_per_warp == 0) {
+  if (rows_per_warp == 0 && tile > 1) {
+    rows_per_warp = tile >= 8 ? kMaxRowsPerWarp : 2;
+  } else if (rows_per_warp == 0) {
     const bool light = !norm && !silu;  // a CTA stages only its slice of x
     const bool more_than_a_wave = unsplit_tiles(kMaxRowsPerWarp) > slots;
     const bool slices_needed_anyway = early_splits > 1 && slots / unsplit_tiles(2) <= early_splits;
@@ -99,8 +117,10 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, Gemv
   GemvPlan launch;
   launch.warps = warps;
   launch.rows_per_warp = rows_per_warp;
+  launch.batch_tile = tile;
   for (int i = 0; i < count; ++i) {
     plans[i] = plan_product(w[i], warps, rows_per_warp, splits);
+    plans[i].batch_tile = tile;
     launch.tiles += plans[i].tiles;
     launch.splits = std::max(launch.splits, plans[i].splits);
     launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);
@@ -108,12 +128,13 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, Gemv
   return launch;
 }
 
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count, ElementType weights,
+GemvPlan plan_gemv(int64_t rows, int64_t cols, int batch, GemvConfig cfg, int sm_count, ElementType weights,
                    GemvFusion fusion) {
   check_gemv_config(cfg, "plan_gemv");
+  check_gemv_batch(batch, "plan_gemv");
   const DeviceMatrix w{nullptr, rows, cols, cols, weights};
   GemvPlan plan;
-  return plan_gemv_launch(&w, 1, cfg, fusion, sm_count, &plan);
+  return plan_gemv_launch(&w, 1, batch, cfg, fusion, sm_count, &plan);
 }
 
 }  // namespace fsvd::cuda

@@ -17,8 +17,27 @@ constexpr int kStepGroups = 32;       // 16-byte groups per warp step: one per l
 constexpr int kMaxChunkCols = 4096;   // columns per slice: its x in 16 KB of shared memory
 constexpr int kMaxSplits = 8;         // portable thread-block cluster size
 constexpr int kMaxWarps = 8;          // CTAs of at most 256 threads: the kernel's launch bound
-constexpr int kResidentWarpsPerSm = 32;  // 65536 registers / 64 per thread (the launch bound) / 32
 constexpr int kMaxEarlyChunkBytes = 4096;  // longest slice row (2048 bf16 columns) for early_weights
+constexpr int kMaxBatch = 16;         // input vectors of one launch (a thread keeps rows x batch tile sums)
+
+// The kernel instance for `batch` input vectors: the smallest tile of 1, 2,
+// 4, 8 or 16 that holds them (rows past `batch` are skipped, not computed).
+constexpr int batch_tile(int batch) {
+  int tile = 1;
+  while (tile < batch) tile *= 2;
+  return tile;
+}
+// CTAs of kMaxWarps warps resident per SM: the instance's launch bound, set
+// by the registers its sums and loads in flight need without spilling (at
+// batch 1, 65536 registers / 64 a thread / 256 threads).
+constexpr int resident_ctas(int tile) { return tile == 1 ? 4 : tile <= 4 ? 3 : 2; }
+// 16-byte weight loads a lane issues before using any: half at tile 16, whose
+// 4 x 16 sums a thread take the registers the other half would need.
+constexpr int loads_in_flight(int tile) { return tile < 16 ? kLoadsInFlight : kLoadsInFlight / 2; }
+// Columns of x a CTA stages at once for all tile rows (a whole slice at batch
+// 1): with the RMSNorm's gain, 16 KB at batch 1, at most 48 KB for the tiles
+// of 3 CTAs an SM and 72 KB for those of 2.
+constexpr int window_cols(int tile) { return tile <= 2 ? kMaxChunkCols : tile <= 8 ? 2048 : 1024; }
 }  // namespace gemv_limits
 
 // Launch shape; 0 lets the launcher choose. `splits` > 1 cuts the columns into
@@ -52,26 +71,30 @@ struct GemvPlan {
   int splits = 0;      // slices actually launched (may be fewer than asked)
   int chunk_cols = 0;  // columns per slice (whole 512-byte warp steps unless cols is smaller)
   int tiles = 0;       // row tiles; the grid is tiles * splits CTAs
+  int batch_tile = 0;  // input vectors the kernel instance holds (gemv_limits::batch_tile)
 };
 
-// Throws Error naming `where` for a config outside the limits above.
+// Throw Error naming `where` for a config or a batch outside the limits above.
 void check_gemv_config(GemvConfig cfg, const char* where);
+void check_gemv_batch(int batch, const char* where);
 
 // What a launch fuses into the staging of its input (the automatic plan
 // depends on it): nothing, the RMSNorm (rmsnorm_gemv) or SiLU(gate)·up.
 enum class GemvFusion : uint8_t { None, RmsNorm, SiluMul };
 
 // The launch shape gemv, gemv_residual and rmsnorm_gemv (gemv.h) use for W
-// [rows, cols] of `weights` values on a GPU with sm_count SMs.
-GemvPlan plan_gemv(int64_t rows, int64_t cols, GemvConfig cfg, int sm_count,
+// [rows, cols] of `weights` values and `batch` input vectors on a GPU with
+// sm_count SMs.
+GemvPlan plan_gemv(int64_t rows, int64_t cols, int batch, GemvConfig cfg, int sm_count,
                    ElementType weights = ElementType::BF16, GemvFusion fusion = GemvFusion::None);
 
 // The plans of `count` products of weights w[0..count) launched together
-// (plans[i] for product i) and of the launch: common warps and rows per warp;
-// one request of column slices, chosen over all their row tiles; the launch's
-// `splits` is the largest product's, its `tiles` the sum and its `chunk_cols`
-// the widest. Does not validate cfg (check_gemv_config).
-GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, GemvConfig cfg, GemvFusion fusion, int sm_count,
-                          GemvPlan* plans);
+// over `batch` input vectors (plans[i] for product i) and of the launch:
+// common warps and rows per warp; one request of column slices, chosen over
+// all their row tiles; the launch's `splits` is the largest product's, its
+// `tiles` the sum and its `chunk_cols` the widest. Does not validate cfg
+// (check_gemv_config) or batch.
+GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfig cfg, GemvFusion fusion,
+                          int sm_count, GemvPlan* plans);
 
 }  // namespace fsvd::cuda

@@ -14,6 +14,7 @@
 
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/gemv_test_util.h"
+#include "core/error.h"
 
 namespace fsvd::cuda {
 namespace {
@@ -28,10 +29,12 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
   for (ElementType type : kTypes) {
     for (int64_t rows : {1, 14, 258, 2000, 22016})
       for (int64_t cols : {1, 8, 9, 1491, 4096, 11008, 32768})
+        for (int batch : {1, 5, 16})
         for (GemvConfig cfg : kConfigs) {
-          const GemvPlan p = plan_gemv(rows, cols, cfg, 132, type);
-          SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " +
-                       std::to_string(cols) + " " + describe(cfg));
+          const GemvPlan p = plan_gemv(rows, cols, batch, cfg, 132, type);
+          SCOPED_TRACE(type_name(type) + " rows " + std::to_string(rows) + " cols " + std::to_string(cols) +
+                       " batch " + std::to_string(batch) + " " + describe(cfg));
+          EXPECT_EQ(p.batch_tile, batch == 1 ? 1 : batch == 5 ? 8 : 16);
           if (cfg.rows_per_warp > 0) {
             EXPECT_EQ(p.rows_per_warp, cfg.rows_per_warp);
           }
@@ -50,7 +53,7 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
   // Few rows, many columns: the launcher splits so every SM gets work, in
   // slices of whole 512-byte warp steps.
   for (ElementType type : kTypes) {
-    const GemvPlan narrow = plan_gemv(1024, 4096, {}, 132, type);
+    const GemvPlan narrow = plan_gemv(1024, 4096, 1, {}, 132, type);
     EXPECT_GT(narrow.splits, 1);
     EXPECT_GE(narrow.tiles * narrow.splits, 132);
     EXPECT_EQ(narrow.chunk_cols * element_bytes(type) % 512, 0);
@@ -62,7 +65,7 @@ TEST(GemvPlan, SlicesCoverColumnsWithoutEmptyOnesAndFitSharedMemory) {
 TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
   const GemvConfig pdl{0, 0, true};
   auto plan = [&](int64_t rows, int64_t cols, GemvFusion fusion) {
-    const GemvPlan p = plan_gemv(rows, cols, pdl, 132, ElementType::BF16, fusion);
+    const GemvPlan p = plan_gemv(rows, cols, 1, pdl, 132, ElementType::BF16, fusion);
     return std::make_tuple(p.rows_per_warp, p.warps, p.splits);
   };
   using F = GemvFusion;
@@ -79,42 +82,72 @@ TEST(GemvPlan, DecodeShapesGetTheMeasuredPlans) {
   EXPECT_EQ(plan(4096, 4096, F::None), std::make_tuple(2, 8, 2));      // dense o
   EXPECT_EQ(plan(22016, 4096, F::RmsNorm), std::make_tuple(4, 8, 2));  // dense gate|up
   EXPECT_EQ(plan(4096, 11008, F::SiluMul), std::make_tuple(4, 8, 8));  // dense down
-  const GemvGroup up{{nullptr, 11008, 1492, 1496}, {}, nullptr};
+  const GemvGroup up{{nullptr, 11008, 1492, 1496}, {}, {}};
   const GemvGroup gate_up[] = {up, up};
-  const GemvPlan g = plan_gemv_grouped(gate_up, 2, pdl, 132);  // gate, up second factors
+  const GemvPlan g = plan_gemv_grouped(gate_up, 2, 1, pdl, 132);  // gate, up second factors
   EXPECT_EQ(std::make_tuple(g.rows_per_warp, g.splits), std::make_tuple(2, 1));
   // At keep 0.7 (rank 2089) their rows pass 4 KB: still unsplit (2 slices cost ~0.18 ms a token).
-  const GemvGroup up7{{nullptr, 11008, 2089, 2096}, {}, nullptr};
+  const GemvGroup up7{{nullptr, 11008, 2089, 2096}, {}, {}};
   const GemvGroup gate_up7[] = {up7, up7};
-  const GemvPlan g7 = plan_gemv_grouped(gate_up7, 2, pdl, 132);
+  const GemvPlan g7 = plan_gemv_grouped(gate_up7, 2, 1, pdl, 132);
   EXPECT_EQ(std::make_tuple(g7.rows_per_warp, g7.splits), std::make_tuple(2, 1));
+}
+
+// Batches: the instance is the smallest tile of 1, 2, 4, 8, 16 holding the
+// batch; rows per warp are 2 up to tile 4 and 4 from tile 8; at least 2
+// slices, at tile 16 up to 4 (one per 4 warp steps), as measured fastest.
+TEST(GemvPlan, BatchesGetTheirTileAndFewerSlices) {
+  const int tiles[] = {1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16, 16};
+  for (int batch = 1; batch <= gemv_limits::kMaxBatch; ++batch) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    EXPECT_EQ(gemv_limits::batch_tile(batch), tiles[batch - 1]);
+    const GemvPlan p = plan_gemv(1024, 4096, batch, {}, 132);  // the o first factor at keep 0.5
+    EXPECT_EQ(p.batch_tile, tiles[batch - 1]);
+    EXPECT_EQ(p.tiles, 1024 / (8 * p.rows_per_warp));
+    if (batch > 1) {
+      EXPECT_EQ(p.rows_per_warp, batch > 4 ? 4 : 2);
+      EXPECT_GE(p.splits, 2);
+    }
+  }
+  auto splits = [](int64_t rows, int64_t cols, int batch) { return plan_gemv(rows, cols, batch, {}, 132).splits; };
+  EXPECT_EQ(splits(1024, 4096, 1), 8);  // rows too few for a wave: slices fill it
+  EXPECT_EQ(splits(1024, 4096, 16), 8);
+  EXPECT_EQ(splits(4096, 1024, 1), 2);
+  EXPECT_EQ(splits(4096, 1024, 2), 2);   // keep 0.5's q second factor
+  EXPECT_EQ(splits(4096, 1024, 16), 2);  // 4 warp steps: 2 slices, not 4
+  EXPECT_EQ(splits(22016, 4096, 1), 1);  // dense gate|up: more than a wave
+  EXPECT_EQ(splits(22016, 4096, 4), 2);
+  EXPECT_EQ(splits(22016, 4096, 16), 4);
+  EXPECT_EQ(splits(4096, 11008, 16), 4);  // dense down: 3 slices of 4096 columns at least, 4 at tile 16
+  EXPECT_THROW(plan_gemv(1024, 4096, 0, {}, 132), Error);
+  EXPECT_THROW(plan_gemv(1024, 4096, gemv_limits::kMaxBatch + 1, {}, 132), Error);
 }
 
 // A grouped launch of one product is planned like the single GEMV; more
 // products share the wave, and the cluster is as large as the widest needs.
 TEST(GemvPlan, GroupedPlanCountsAllGroupsTiles) {
   auto group = [](int64_t rows, int64_t cols, ElementType type) {
-    return GemvGroup{{nullptr, rows, cols, cols, type}, {}, nullptr};
+    return GemvGroup{{nullptr, rows, cols, cols, type}, {}, {}};
   };
   for (ElementType type : kTypes)
     for (int64_t rows : {2, 258, 4096})
       for (int64_t cols : {1, 1491, 4096, 32768})
         for (GemvConfig cfg : kConfigs) {
           const GemvGroup one = group(rows, cols, type);
-          const GemvPlan a = plan_gemv(rows, cols, cfg, 132, type), b = plan_gemv_grouped(&one, 1, cfg, 132);
+          const GemvPlan a = plan_gemv(rows, cols, 1, cfg, 132, type), b = plan_gemv_grouped(&one, 1, 1, cfg, 132);
           EXPECT_EQ(std::make_tuple(a.warps, a.splits, a.chunk_cols, a.tiles),
                     std::make_tuple(b.warps, b.splits, b.chunk_cols, b.tiles));
         }
   // LLaMA-7B q, k, v second factors: 3 x 128 tiles of 8 warps fill one wave unsplit.
   const GemvGroup qkv[] = {group(4096, 1024, ElementType::BF16), group(4096, 1024, ElementType::BF16),
                            group(4096, 1024, ElementType::BF16)};
-  const GemvPlan p = plan_gemv_grouped(qkv, 3, {}, 132);
+  const GemvPlan p = plan_gemv_grouped(qkv, 3, 1, {}, 132);
   EXPECT_EQ(p.rows_per_warp, 4);
   EXPECT_EQ(p.tiles, 384);
   EXPECT_EQ(p.splits, 1);
   // 11008 columns need 3 slices of <= 4096; the 8-column product gets one and idles the rest.
   const GemvGroup wide[] = {group(129, 11008, ElementType::BF16), group(7, 8, ElementType::BF16)};
-  const GemvPlan w = plan_gemv_grouped(wide, 2, {8, 1, false, 4}, 132);
+  const GemvPlan w = plan_gemv_grouped(wide, 2, 1, {8, 1, false, 4}, 132);
   EXPECT_EQ(w.splits, 3);
   EXPECT_EQ(w.tiles, 5 + 1);
 }

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -111,10 +112,10 @@ TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) 
   const DeviceVec xv = DeviceVec::f32(static_cast<float*>(x.data()));
   DeviceBuffer<float> y = poisoned(1000);
   const GemvConfig cfg{8, 7};
-  gemv(w.m, xv, y.data(), nullptr, cfg);
+  gemv(w.m, xv, {y.data()}, 1, nullptr, cfg);
   const std::vector<float> first = y.download();
   ASSERT_TRUE(testutil::same_written_values(first, first));  // every value written
-  with_graph([&](cudaStream_t stream) { gemv(w.m, xv, y.data(), stream, cfg); },
+  with_graph([&](cudaStream_t stream) { gemv(w.m, xv, {y.data()}, 1, stream, cfg); },
              [&](cudaStream_t, auto replay) {
                for (int i = 0; i < 3; ++i) {
                  optable::poison(y);
@@ -131,19 +132,90 @@ TEST_P(CudaGemvTyped, SplitKIsBitwiseReproducibleAcrossLaunchesAndGraphReplays) 
 TEST_P(CudaGemvTyped, EarlyWeightsStillWaitsForThePreviousKernelsOutput) {
   const ElementType type = GetParam();
   const Weights w1(1000, 11008, 400, type), w2(129, 1000, 401, type);
-  const DeviceArray x(random_values(11008, 402), ElementType::F32);
-  DeviceBuffer<float> t = poisoned(1000), y = poisoned(129);
-  auto chain = [&](cudaStream_t stream, bool early) {
-    gemv(w1.m, DeviceVec::f32(static_cast<float*>(x.data())), t.data(), stream, {0, 0, early});
-    gemv(w2.m, DeviceVec::f32(t.data()), y.data(), stream, {0, 0, early});
-  };
-  chain(nullptr, false);
-  const std::vector<float> t_want = t.download(), y_want = y.download();
-  run_early_chain(chain, [&] { optable::poison(t), optable::poison(y); },
-                  [&] {
-                    EXPECT_TRUE(close(t.download(), t_want, 11008));
-                    EXPECT_TRUE(close(y.download(), y_want, 1000));
-                  });
+  for (int batch : {1, 8}) {  // batched: vectors [batch, 11008] -> [batch, 1000] -> [batch, 129]
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const DeviceArray x(random_values(batch * 11008, 402), ElementType::F32);
+    DeviceBuffer<float> t = poisoned(batch * 1000), y = poisoned(batch * 129);
+    auto chain = [&](cudaStream_t stream, bool early) {
+      gemv(w1.m, DeviceVec::f32(static_cast<float*>(x.data()), 11008), {t.data(), 1000}, batch, stream,
+           {0, 0, early});
+      gemv(w2.m, DeviceVec::f32(t.data(), 1000), {y.data(), 129}, batch, stream, {0, 0, early});
+    };
+    chain(nullptr, false);
+    const std::vector<float> t_want = t.download(), y_want = y.download();
+    run_early_chain(chain, [&] { optable::poison(t), optable::poison(y); },
+                    [&] {
+                      EXPECT_TRUE(close(t.download(), t_want, 11008));
+                      EXPECT_TRUE(close(y.download(), y_want, 1000));
+                    });
+  }
+}
+
+// Each vector of a batch gives bitwise what it gives alone under the same
+// explicit launch shape (the same x values, slices and summation order: see
+// gemv.h), for every input kind, epilogue and batch tile, vectors strided
+// apart; the RMSNorm within rounding (its sum of squares is taken per window
+// when batched). Covers tiles with vectors left over (3, 5, 13), windows
+// (4096 and 11008 columns at tiles 8 and 16) and idle slices.
+TEST_P(CudaGemvTyped, BatchedVectorsGiveWhatEachGivesAlone) {
+  const ElementType type = GetParam();
+  enum class Kind { Plain, Residual, Silu, Norm };
+  const std::array<int64_t, 2> shapes[] = {{1000, 4096}, {129, 11008}, {7, 1491}};
+  const GemvConfig configs[] = {{8, 1}, {4, 7}, {3, 8}, {6, 3, false, 2}, {8, 2, true, 4}};
+  uint64_t seed = 700;
+  for (const auto& [rows, cols] : shapes) {
+    const Weights w(rows, cols, ++seed, type);
+    const int64_t ldx = cols + 4 - cols % 4 + 4, ldy = rows + 3;  // 16-byte aligned inputs, padding between
+    const DeviceArray gain(random_values(cols, ++seed), ElementType::F32);
+    for (int batch : {2, 3, 5, 8, 13, 16}) {
+      // Vectors padded with NaN: a read past cols shows.
+      auto vectors = [&](uint64_t s) {
+        return DeviceArray(optable::with_stride(random_values(batch * cols, s), batch, cols, ldx), ElementType::F32);
+      };
+      const DeviceArray x = vectors(++seed), up = vectors(++seed),
+                        start(random_values(batch * ldy, ++seed), ElementType::F32);
+      const auto* xp = static_cast<const float*>(x.data());
+      const auto* upp = static_cast<const float*>(up.data());
+      for (Kind kind : {Kind::Plain, Kind::Residual, Kind::Silu, Kind::Norm})
+        for (GemvConfig cfg : configs) {
+          if (kind == Kind::Norm && cols > kMaxRmsnormGemvCols) continue;
+          SCOPED_TRACE("[" + std::to_string(rows) + ", " + std::to_string(cols) + "] batch " +
+                       std::to_string(batch) + " kind " + std::to_string(static_cast<int>(kind)) + " " +
+                       describe(cfg));
+          // Vectors [from, from + n) into y (row stride ldy).
+          auto run = [&](int from, int n, DeviceBuffer<float>& y) {
+            const DeviceOut out{y.data() + from * ldy, ldy};
+            const DeviceVec in = kind == Kind::Silu ? DeviceVec::silu_mul(xp + from * ldx, upp + from * ldx, ldx)
+                                                    : DeviceVec::f32(xp + from * ldx, ldx);
+            if (kind == Kind::Norm)
+              rmsnorm_gemv(w.m, in, static_cast<const float*>(gain.data()), 1e-5f, out, n, nullptr, cfg);
+            else if (kind == Kind::Residual)
+              gemv_residual(w.m, in, out, n, nullptr, cfg);
+            else
+              gemv(w.m, in, out, n, nullptr, cfg);
+          };
+          auto fresh = [&] {
+            DeviceBuffer<float> y = poisoned(batch * ldy);
+            if (kind == Kind::Residual)
+              FSVD_CUDA_CHECK(cudaMemcpy(y.data(), start.data(), y.bytes(), cudaMemcpyDeviceToDevice));
+            return y;
+          };
+          DeviceBuffer<float> together = fresh(), alone = fresh();
+          run(0, batch, together);
+          for (int b = 0; b < batch; ++b) run(b, 1, alone);
+          const std::vector<float> got = together.download(), want = alone.download();
+          // The vectors, and the padding between them (never written: as it was in both).
+          std::vector<float> got_y, want_y;
+          for (int b = 0; b < batch; ++b) {
+            got_y.insert(got_y.end(), got.begin() + b * ldy, got.begin() + b * ldy + rows);
+            want_y.insert(want_y.end(), want.begin() + b * ldy, want.begin() + b * ldy + rows);
+            EXPECT_EQ(std::memcmp(got.data() + b * ldy + rows, want.data() + b * ldy + rows, 3 * sizeof(float)), 0)
+                << "padding after vector " << b << " written";
+          }
+          EXPECT_TRUE(kind == Kind::Norm ? close(got_y, want_y, cols) : testutil::same_written_values(got_y, want_y));
+        }
+    }
+  }
 }
 
 // Products of a grouped launch: W_g [rows, cols] reading x_g, a slice of one
@@ -166,7 +238,7 @@ struct TestGroups {
   std::vector<GemvGroup> groups(const DeviceArray& x, std::vector<DeviceBuffer<float>>& y) const {
     std::vector<GemvGroup> g;
     for (int i = 0; i < count(); ++i)
-      g.push_back({w[i].m, DeviceVec::f32(static_cast<float*>(x.data()) + offset[i]), y[i].data()});
+      g.push_back({w[i].m, DeviceVec::f32(static_cast<float*>(x.data()) + offset[i]), {y[i].data()}});
     return g;
   }
   std::vector<DeviceBuffer<float>> outputs() const {
@@ -206,8 +278,8 @@ TEST_P(CudaGemvTyped, GroupedGivesWhatSeparateLaunchesGive) {
         SCOPED_TRACE(describe(shapes) + describe(cfg) + (early ? " early" : ""));
         std::vector<DeviceBuffer<float>> y = set.outputs(), alone = set.outputs();
         const std::vector<GemvGroup> groups = set.groups(x, y);
-        gemv_grouped(groups.data(), set.count(), nullptr, cfg);
-        for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, alone[i].data(), nullptr, cfg);
+        gemv_grouped(groups.data(), set.count(), 1, nullptr, cfg);
+        for (int i = 0; i < set.count(); ++i) gemv(groups[i].w, groups[i].x, {alone[i].data()}, 1, nullptr, cfg);
         const bool same_shape = cfg.splits > 0 || set.count() == 1;
         for (int i = 0; i < set.count(); ++i) {
           const std::vector<float> out = y[i].download(), ref = alone[i].download();
@@ -230,9 +302,9 @@ TEST_P(CudaGemvTyped, GroupedEarlyWeightsWaitsForThePreviousKernelsOutput) {
   std::vector<DeviceBuffer<float>> y = set.outputs();
   const std::vector<GemvGroup> groups = set.groups(packed, y);
   auto chain = [&](cudaStream_t stream, bool early) {
-    gemv(first.m, DeviceVec::f32(static_cast<float*>(x.data())), static_cast<float*>(packed.data()), stream,
+    gemv(first.m, DeviceVec::f32(static_cast<float*>(x.data())), {static_cast<float*>(packed.data())}, 1, stream,
          {0, 0, early});
-    gemv_grouped(groups.data(), set.count(), stream, {0, 0, early});
+    gemv_grouped(groups.data(), set.count(), 1, stream, {0, 0, early});
   };
   chain(nullptr, false);
   const std::vector<float> packed_want = packed.download();
@@ -269,26 +341,37 @@ TEST_F(CudaGemv, RejectsLayoutsItCannotRead) {
   const auto* base = reinterpret_cast<const __nv_bfloat16*>(buf.data());
   const DeviceVec xv = DeviceVec::f32(x.data());
   constexpr ElementType kF32 = ElementType::F32;
-  expect_error([&] { gemv({base, 16, 12, 12}, xv, y.data(), nullptr); }, "row stride 12");
-  expect_error([&] { gemv({base, 16, 24, 16}, xv, y.data(), nullptr); }, "row stride 16");
-  expect_error([&] { gemv({base, 16, 10, 10, kF32}, xv, y.data(), nullptr); }, "row stride 10");
-  expect_error([&] { gemv({base, 16, 16, 12, kF32}, xv, y.data(), nullptr); }, "row stride 12");
-  expect_error([&] { gemv({base + 1, 16, 16, 16}, xv, y.data(), nullptr); }, "16-byte aligned");
-  expect_error([&] { gemv({base + 2, 8, 16, 16, kF32}, xv, y.data(), nullptr); }, "16-byte aligned");
-  expect_error([&] { gemv({base, 1, 40000, 40000, kF32}, xv, y.data(), nullptr); }, "too large");
-  expect_error([&] { gemv({base, 1, 40000, 40000}, xv, y.data(), nullptr); }, "too large");
-  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::silu_mul(x.data(), nullptr), y.data(), nullptr); },
+  expect_error([&] { gemv({base, 16, 12, 12}, xv, {y.data()}, 1, nullptr); }, "row stride 12");
+  expect_error([&] { gemv({base, 16, 24, 16}, xv, {y.data()}, 1, nullptr); }, "row stride 16");
+  expect_error([&] { gemv({base, 16, 10, 10, kF32}, xv, {y.data()}, 1, nullptr); }, "row stride 10");
+  expect_error([&] { gemv({base, 16, 16, 12, kF32}, xv, {y.data()}, 1, nullptr); }, "row stride 12");
+  expect_error([&] { gemv({base + 1, 16, 16, 16}, xv, {y.data()}, 1, nullptr); }, "16-byte aligned");
+  expect_error([&] { gemv({base + 2, 8, 16, 16, kF32}, xv, {y.data()}, 1, nullptr); }, "16-byte aligned");
+  expect_error([&] { gemv({base, 1, 40000, 40000, kF32}, xv, {y.data()}, 1, nullptr); }, "too large");
+  expect_error([&] { gemv({base, 1, 40000, 40000}, xv, {y.data()}, 1, nullptr); }, "too large");
+  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::silu_mul(x.data(), nullptr), {y.data()}, 1, nullptr); },
                "silu_mul needs gate and up");
-  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data(), nullptr, 1e-5f, y.data(), nullptr); },
+  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, DeviceVec::f32(x.data()), nullptr, 1e-5f, {y.data()}, 1, nullptr); },
                "gain");
-  expect_error([&] { rmsnorm_gemv({base, 1, 8200, 8200}, x.data(), x.data(), 1e-5f, y.data(), nullptr); },
+  expect_error([&] { rmsnorm_gemv({base, 1, 8200, 8200}, DeviceVec::f32(x.data()), x.data(), 1e-5f, {y.data()}, 1, nullptr); },
                "at most 8192");
-  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data() + 1, x.data(), 1e-5f, y.data(), nullptr); },
+  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, DeviceVec::f32(x.data() + 1), x.data(), 1e-5f, {y.data()}, 1, nullptr); },
                "16-byte aligned");
-  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, x.data(), x.data() + 2, 1e-5f, y.data(), nullptr); },
+  expect_error([&] { rmsnorm_gemv({base, 4, 16, 16}, DeviceVec::f32(x.data()), x.data() + 2, 1e-5f, {y.data()}, 1, nullptr); },
                "16-byte aligned");
-  expect_error([&] { gemv({base, 4, 16, 16}, xv, y.data(), nullptr, {9, 0}); }, "warps");
-  expect_error([&] { gemv({base, 4, 16, 16}, xv, y.data(), nullptr, {0, 9}); }, "splits");
+  // Batches: 1..16 vectors, strided at least a vector apart, inputs 16-byte aligned.
+  expect_error([&] { gemv({base, 4, 16, 16}, xv, {y.data()}, 0, nullptr); }, "batch of 0");
+  expect_error([&] { gemv({base, 4, 16, 16}, xv, {y.data(), 4}, 17, nullptr); }, "batch of 17");
+  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::f32(x.data(), 12), {y.data(), 4}, 2, nullptr); },
+               "input stride 12");
+  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::f32(x.data(), 16), {y.data(), 3}, 2, nullptr); },
+               "output stride 3");
+  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::f32(x.data(), 18), {y.data(), 4}, 2, nullptr); },
+               "16-byte aligned");
+  expect_error([&] { gemv({base, 4, 16, 16}, DeviceVec::f32(x.data() + 1, 16), {y.data(), 4}, 2, nullptr); },
+               "16-byte aligned");
+  expect_error([&] { gemv({base, 4, 16, 16}, xv, {y.data()}, 1, nullptr, {9, 0}); }, "warps");
+  expect_error([&] { gemv({base, 4, 16, 16}, xv, {y.data()}, 1, nullptr, {0, 9}); }, "splits");
 }
 
 TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
@@ -297,23 +380,23 @@ TEST_F(CudaGemv, GroupedRejectsBadGroupLists) {
   const auto* base = reinterpret_cast<const __nv_bfloat16*>(buf.data());
   const DeviceVec xv = DeviceVec::f32(x.data());
   const DeviceMatrix ok{base, 4, 16, 16};
-  const GemvGroup good{ok, xv, y.data()};
+  const GemvGroup good{ok, xv, {y.data()}};
   auto grouped = [&](std::vector<GemvGroup> g, GemvConfig cfg = {}) {
-    return [g, cfg] { gemv_grouped(g.data(), static_cast<int>(g.size()), nullptr, cfg); };
+    return [g, cfg] { gemv_grouped(g.data(), static_cast<int>(g.size()), 1, nullptr, cfg); };
   };
-  expect_error([&] { gemv_grouped(nullptr, 1, nullptr); }, "null group list");
+  expect_error([&] { gemv_grouped(nullptr, 1, 1, nullptr); }, "null group list");
   expect_error(grouped({}), "0 groups");
   expect_error(grouped({good, good, good, good, good}), "5 groups");
-  expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, y.data()}}), "another type");
+  expect_error(grouped({good, {{base, 4, 16, 16, ElementType::F32}, xv, {y.data()}}}), "another type");
   const DeviceVec silu = DeviceVec::silu_mul(x.data(), x.data());
-  expect_error(grouped({good, {ok, silu, y.data()}}), "one kind");
-  expect_error(grouped({{ok, silu, y.data()}, {ok, silu, y.data()}}), "for single GEMVs");
-  expect_error(grouped({good, {{base, 4, 16, 12}, xv, y.data()}}), "group 1: row stride 12");
-  expect_error(grouped({good, good, {ok, xv, nullptr}}), "group 2: null output");
-  expect_error(grouped({good, {ok, DeviceVec::f32(nullptr), y.data()}}), "group 1: null input");
-  expect_error(grouped({{{base + 1, 4, 16, 16}, xv, y.data()}, good}), "16-byte aligned");
+  expect_error(grouped({good, {ok, silu, {y.data()}}}), "one kind");
+  expect_error(grouped({{ok, silu, {y.data()}}, {ok, silu, {y.data()}}}), "for single GEMVs");
+  expect_error(grouped({good, {{base, 4, 16, 12}, xv, {y.data()}}}), "group 1: row stride 12");
+  expect_error(grouped({good, good, {ok, xv, {}}}), "group 2: null output");
+  expect_error(grouped({good, {ok, DeviceVec::f32(nullptr), {y.data()}}}), "group 1: null input");
+  expect_error(grouped({{{base + 1, 4, 16, 16}, xv, {y.data()}}, good}), "16-byte aligned");
   expect_error(grouped({good, good}, {9, 0}), "warps");
-  expect_error([&] { plan_gemv_grouped(&good, 0, {}, 132); }, "0 groups");
+  expect_error([&] { plan_gemv_grouped(&good, 0, 1, {}, 132); }, "0 groups");
 }
 
 }  // namespace

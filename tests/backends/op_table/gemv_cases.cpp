@@ -1,8 +1,10 @@
 // Cases of the decode GEMVs: both input kinds (fp32, SiLU(gate)·up) with and
 // without the residual add, the RMSNorm-fused form, and grouped
 // launches, for bf16 and fp32 weights (row padding NaN), under launch shapes
-// from automatic to the most slices, with and without early weights (PDL).
-// The reference is cpu::matmul_nt on the values the device holds.
+// from automatic to the most slices, with and without early weights (PDL);
+// one input vector, and batches of 2..16 (vectors strided apart, the padding
+// between them NaN in inputs and never written in outputs). The reference is
+// cpu::matmul_nt on the values the device holds.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -52,67 +54,81 @@ DeviceArray upload_weights(const std::vector<float>& w, int64_t rows, int64_t co
   return DeviceArray(with_stride(w, rows, cols, stride(cols, type)), type);
 }
 
-// y = W·x (+ residual) by the CPU backend, the result judged against the
-// size of its terms. `staged`: the kernel forms x itself (SiLU·up with fast
-// __expf and __fdividef, or the RMSNorm's fp32 sum of squares), within ~8
-// ulps (2^-20) of the CPU's x: the bound grows by twice that.
+// Where `batch` vectors of n values lie in a buffer: back to back for one,
+// else a row stride past n (16-byte aligned for inputs, as batched launches
+// need; outputs padded by 2).
+int64_t input_stride(int64_t n, int batch) { return batch == 1 ? n : (n + 3) / 4 * 4 + 4; }
+int64_t output_stride(int64_t n, int batch) { return batch == 1 ? n : n + 2; }
+
+// y_b = W·x_b (+ residual) for `batch` vectors x_b at x + b * ldx, by the CPU
+// backend, into y_b at b * ldy of `start` (its other values stay as they
+// are), the result judged against the size of its terms. `staged`: the
+// kernel forms x itself (SiLU·up with fast __expf and __fdividef, or the
+// RMSNorm's fp32 sum of squares), within ~8 ulps (2^-20) of the CPU's x: the
+// bound grows by twice that.
 Expected product(std::string name, const std::vector<float>& w, int64_t rows, int64_t cols, const float* x,
-                 const std::vector<float>* residual, bool staged = false) {
-  const double terms = terms_norm(w.data(), rows, cols, cols, x, 1, cols);
+                 int64_t ldx, int batch, std::vector<float> y, int64_t ldy, bool residual, bool staged = false) {
+  const double terms = terms_norm(w.data(), rows, cols, cols, x, batch, ldx);
   double start = 0;
-  std::vector<float> y(rows, 0.0f);  // zeros, not NaN: BLAS may scale y by beta = 0
-  if (residual) {
-    y = *residual;
-    for (float v : y) start += double{v} * v;
-  }
-  cpu::matmul_nt(x, cols, 1, Tensor({rows, cols}, w), y.data(), rows, residual ? 1.0f : 0.0f);
+  for (int b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < rows; ++i) {
+      float& v = y[b * ldy + i];
+      if (!residual) v = 0.0f;  // zeros, not NaN: BLAS may scale y by beta = 0
+      start += double{v} * v;
+    }
+  cpu::matmul_nt(x, ldx, batch, Tensor({rows, cols}, w), y.data(), ldy, residual ? 1.0f : 0.0f);
   const Tolerance tol = staged ? relative_l2(sum_tolerance(cols) + 0x1p-19, "fp32 sums in other orders, x staged")
                                : relative_l2(sum_tolerance(cols), "fp32 sums of cols products, other orders");
   return {std::move(name), std::move(y), tol, {}, std::sqrt(terms * terms + start)};
 }
 
+std::string batch_name(int batch) { return batch == 1 ? "" : " B=" + to_string(batch); }
+
 class Gemv final : public OpCase {
  public:
-  Gemv(ElementType type, int64_t rows, int64_t cols, Input input, Fusion fusion, GemvConfig cfg, std::string model)
+  Gemv(ElementType type, int64_t rows, int64_t cols, Input input, Fusion fusion, GemvConfig cfg, std::string model,
+       int batch = 1)
       : OpCase(op_name(fusion),
                type_name(type) + " " + shape(rows, cols) + " x=" + input_name(input) + " " + describe(cfg) +
-                   (model.empty() ? "" : " " + model),
+                   batch_name(batch) + (model.empty() ? "" : " " + model),
                !model.empty()),
-        type_(type), rows_(rows), cols_(cols), input_(input), fusion_(fusion), cfg_(cfg) {}
+        type_(type), rows_(rows), cols_(cols), input_(input), fusion_(fusion), cfg_(cfg), batch_(batch),
+        ldx_(input_stride(cols, batch)), ldy_(output_stride(rows, batch)) {}
 
   std::vector<Expected> reference() const override {
     const std::vector<float> in = first();
     std::vector<float> x = in;
-    if (input_ == Input::SiluMul) cpu::silu_mul(in.data(), second().data(), cols_, x.data());
-    if (fusion_ == Fusion::RmsNorm) cpu::rmsnorm(in.data(), second().data(), 1, cols_, kEps, x.data());
-    const std::vector<float> y0 = start();
-    return {product("y", weights(rows_, cols_, 61, type_), rows_, cols_, x.data(),
-                    fusion_ == Fusion::Residual ? &y0 : nullptr,
-                    input_ == Input::SiluMul || fusion_ == Fusion::RmsNorm)};
+    if (input_ == Input::SiluMul) cpu::silu_mul(in.data(), second().data(), batch_ * cols_, x.data());
+    if (fusion_ == Fusion::RmsNorm) cpu::rmsnorm(in.data(), gain().data(), batch_, cols_, kEps, x.data());
+    return {product("y", weights(rows_, cols_, 61, type_), rows_, cols_, x.data(), cols_, batch_, start(), ldy_,
+                    fusion_ == Fusion::Residual, input_ == Input::SiluMul || fusion_ == Fusion::RmsNorm)};
   }
 
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
-      DeviceArray w;
-      DeviceBuffer<float> x, second, y;  // x: x or SiLU's gate; second: SiLU's up or the norm's gain
+      DeviceArray w, x, second;  // x: x or SiLU's gate; second: SiLU's up or the norm's gain
+      DeviceBuffer<float> y;
     };
     const cuda::DeviceMatrix shape{nullptr, rows_, cols_, stride(cols_, type_), type_};
+    const bool second = input_ == Input::SiluMul || fusion_ == Fusion::RmsNorm;
     return device_op(
-        State{upload_weights(weights(rows_, cols_, 61, type_), rows_, cols_, type_),
-              to_device(first()),
-              input_ == Input::F32 && fusion_ != Fusion::RmsNorm ? DeviceBuffer<float>() : to_device(second()),
+        State{upload_weights(weights(rows_, cols_, 61, type_), rows_, cols_, type_), strided(first()),
+              fusion_ == Fusion::RmsNorm ? DeviceArray(gain(), ElementType::F32)
+                                         : strided(second ? this->second() : std::vector<float>()),
               to_device(start())},
-        [shape, input = input_, fusion = fusion_, cfg = cfg_](State& s, cudaStream_t stream) {
+        [shape, input = input_, fusion = fusion_, cfg = cfg_, batch = batch_, ldx = ldx_, ldy = ldy_](
+            State& s, cudaStream_t stream) {
           cuda::DeviceMatrix w = shape;
           w.data = s.w.data();
-          const DeviceVec v =
-              input == Input::SiluMul ? DeviceVec::silu_mul(s.x.data(), s.second.data()) : DeviceVec::f32(s.x.data());
+          const auto* x = static_cast<const float*>(s.x.data());
+          const auto* up = static_cast<const float*>(s.second.data());
+          const DeviceVec v = input == Input::SiluMul ? DeviceVec::silu_mul(x, up, ldx) : DeviceVec::f32(x, ldx);
           if (fusion == Fusion::RmsNorm)
-            cuda::rmsnorm_gemv(w, s.x.data(), s.second.data(), kEps, s.y.data(), stream, cfg);
+            cuda::rmsnorm_gemv(w, v, up, kEps, {s.y.data(), ldy}, batch, stream, cfg);
           else if (fusion == Fusion::Residual)
-            cuda::gemv_residual(w, v, s.y.data(), stream, cfg);
+            cuda::gemv_residual(w, v, {s.y.data(), ldy}, batch, stream, cfg);
           else
-            cuda::gemv(w, v, s.y.data(), stream, cfg);
+            cuda::gemv(w, v, {s.y.data(), ldy}, batch, stream, cfg);
         },
         [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
   }
@@ -120,8 +136,8 @@ class Gemv final : public OpCase {
   Cost cost() const override {
     const double x_bytes = input_ == Input::F32 && fusion_ != Fusion::RmsNorm ? 4 : 8;
     const double y_bytes = fusion_ == Fusion::Residual ? 8 : 4;
-    return {double(rows_ * cols_ * element_bytes(type_)) + cols_ * x_bytes + rows_ * y_bytes,
-            2.0 * rows_ * cols_};
+    return {double(rows_ * cols_ * element_bytes(type_)) + batch_ * (cols_ * x_bytes + rows_ * y_bytes),
+            2.0 * batch_ * rows_ * cols_};
   }
 
  private:
@@ -129,24 +145,32 @@ class Gemv final : public OpCase {
     return f == Fusion::RmsNorm ? "rmsnorm_gemv" : f == Fusion::Residual ? "gemv_residual" : "gemv";
   }
   static std::string input_name(Input i) { return i == Input::F32 ? "f32" : "silu_mul"; }
-  // x, or SiLU's gate; then SiLU's up or the norm's gain (around 1).
-  std::vector<float> first() const { return random_values(cols_, 62); }
-  std::vector<float> second() const {
-    std::vector<float> v = random_values(cols_, 63, fusion_ == Fusion::RmsNorm ? 0.2f : 1.0f);
-    if (fusion_ == Fusion::RmsNorm)
-      for (float& g : v) g += 1.0f;
+  // The vectors x (or SiLU's gate), then SiLU's up, back to back; the norm's gain (around 1).
+  std::vector<float> first() const { return random_values(batch_ * cols_, 62); }
+  std::vector<float> second() const { return random_values(batch_ * cols_, 63); }
+  std::vector<float> gain() const {
+    std::vector<float> v = random_values(cols_, 63, 0.2f);
+    for (float& g : v) g += 1.0f;
     return v;
   }
-  // y before the launch: the residual, or NaN (every row must be written).
+  // Vectors laid out as the launch reads them.
+  DeviceArray strided(const std::vector<float>& v) const {
+    return v.empty() ? DeviceArray(0, ElementType::F32)
+                     : DeviceArray(with_stride(v, batch_, cols_, ldx_), ElementType::F32);
+  }
+  // y before the launch: the residual, or NaN (every vector must be written,
+  // and the padding between them never).
   std::vector<float> start() const {
-    return fusion_ == Fusion::Residual ? random_values(rows_, 64)
-                                       : std::vector<float>(rows_, std::numeric_limits<float>::quiet_NaN());
+    return fusion_ == Fusion::Residual ? random_values(batch_ * ldy_, 64)
+                                       : std::vector<float>(batch_ * ldy_, std::numeric_limits<float>::quiet_NaN());
   }
   ElementType type_;
   int64_t rows_, cols_;
   Input input_;
   Fusion fusion_;
   GemvConfig cfg_;
+  int batch_;
+  int64_t ldx_, ldy_;
 };
 
 using Shapes = std::vector<std::array<int64_t, 2>>;  // [rows, cols] of each group
@@ -158,26 +182,32 @@ std::string describe(const Shapes& shapes) {
 }
 
 // One launch of products y_g = W_g·x_g, x_g consecutive slices of one packed
-// vector (the q, k, v or gate, up second factors' rank-space input).
+// vector (the q, k, v or gate, up second factors' rank-space input), over
+// `batch` such vectors (each slice starting 16-byte aligned when batched).
 class GemvGrouped final : public OpCase {
  public:
-  GemvGrouped(ElementType type, Shapes shapes, GemvConfig cfg, std::string model)
+  GemvGrouped(ElementType type, Shapes shapes, GemvConfig cfg, std::string model, int batch = 1)
       : OpCase("gemv_grouped",
-               type_name(type) + " " + describe(shapes) + " " + describe(cfg) + (model.empty() ? "" : " " + model),
+               type_name(type) + " " + describe(shapes) + " " + describe(cfg) + batch_name(batch) +
+                   (model.empty() ? "" : " " + model),
                !model.empty()),
-        type_(type), shapes_(std::move(shapes)), cfg_(cfg) {
-    for (const auto& [rows, cols] : shapes_) packed_ += cols;
+        type_(type), shapes_(std::move(shapes)), cfg_(cfg), batch_(batch) {
+    for (const auto& [rows, cols] : shapes_) {
+      offsets_.push_back(ld_);
+      ld_ += batch == 1 ? cols : (cols + 3) / 4 * 4;
+    }
+    if (batch > 1) ld_ += 4;
   }
 
   std::vector<Expected> reference() const override {
     const std::vector<float> x = input();
     std::vector<Expected> out;
-    int64_t offset = 0;
     for (size_t g = 0; g < shapes_.size(); ++g) {
       const auto [rows, cols] = shapes_[g];
-      out.push_back(product("y" + to_string(g), weights(rows, cols, 70 + g, type_), rows, cols, x.data() + offset,
-                            nullptr));
-      offset += cols;
+      const int64_t ldy = output_stride(rows, batch_);
+      out.push_back(product("y" + to_string(g), weights(rows, cols, 70 + g, type_), rows, cols,
+                            x.data() + offsets_[g], ld_, batch_,
+                            std::vector<float>(batch_ * ldy, std::numeric_limits<float>::quiet_NaN()), ldy, false));
     }
     return out;
   }
@@ -190,19 +220,19 @@ class GemvGrouped final : public OpCase {
       std::vector<cuda::GemvGroup> groups;  // pointing into the buffers above
     };
     State state{{}, to_device(input()), {}, {}};
-    int64_t offset = 0;
     for (size_t g = 0; g < shapes_.size(); ++g) {
       const auto [rows, cols] = shapes_[g];
+      const int64_t ldy = output_stride(rows, batch_);
       state.w.push_back(upload_weights(weights(rows, cols, 70 + g, type_), rows, cols, type_));
-      state.y.push_back(poisoned<float>(rows));
+      state.y.push_back(poisoned<float>(batch_ * ldy));
       state.groups.push_back({{state.w.back().data(), rows, cols, stride(cols, type_), type_},
-                              DeviceVec::f32(state.x.data() + offset), state.y.back().data()});
-      offset += cols;
+                              DeviceVec::f32(state.x.data() + offsets_[g], ld_),
+                              {state.y.back().data(), ldy}});
     }
     return device_op(
         std::move(state),
-        [cfg = cfg_](State& s, cudaStream_t stream) {
-          cuda::gemv_grouped(s.groups.data(), static_cast<int>(s.groups.size()), stream, cfg);
+        [cfg = cfg_, batch = batch_](State& s, cudaStream_t stream) {
+          cuda::gemv_grouped(s.groups.data(), static_cast<int>(s.groups.size()), batch, stream, cfg);
         },
         [](State& s, cudaStream_t) {
           Outputs out;
@@ -212,20 +242,33 @@ class GemvGrouped final : public OpCase {
   }
 
   Cost cost() const override {
-    double bytes = packed_ * 4.0, flops = 0;
+    double bytes = 0, flops = 0;
     for (const auto& [rows, cols] : shapes_) {
-      bytes += double(rows * cols * element_bytes(type_)) + rows * 4;
-      flops += 2.0 * rows * cols;
+      bytes += double(rows * cols * element_bytes(type_)) + batch_ * (cols + rows) * 4.0;
+      flops += 2.0 * batch_ * rows * cols;
     }
     return {bytes, flops};
   }
 
  private:
-  std::vector<float> input() const { return random_values(packed_, 69); }
+  // The packed vectors, NaN between the slices.
+  std::vector<float> input() const {
+    std::vector<float> x(batch_ * ld_, std::numeric_limits<float>::quiet_NaN());
+    const std::vector<float> values = random_values(batch_ * ld_, 69);
+    for (int b = 0; b < batch_; ++b)
+      for (size_t g = 0; g < shapes_.size(); ++g)
+        for (int64_t i = 0; i < shapes_[g][1]; ++i) {
+          const int64_t k = b * ld_ + offsets_[g] + i;
+          x[k] = values[k];
+        }
+    return x;
+  }
   ElementType type_;
   Shapes shapes_;
   GemvConfig cfg_;
-  int64_t packed_ = 0;
+  int batch_;
+  std::vector<int64_t> offsets_;  // of each group's slice in a packed vector
+  int64_t ld_ = 0;                // from one packed vector to the next
 };
 
 }  // namespace
@@ -264,13 +307,42 @@ void add_gemv_cases(Table& t) {
           t.push_back(std::make_unique<GemvGrouped>(type, set, cfg, ""));
         }
 
+  // Batches of every tile, vectors left over in it (3, 5, 13) or not, every
+  // input kind and fusion: few rows with wide rows (windows and slices), an
+  // odd rank, a row narrower than one group step, a large odd matrix.
+  const int batches[] = {2, 3, 4, 5, 8, 13, 16};
+  const GemvConfig batched_configs[] = {{}, {0, 0, true}, {3, 8}, {6, 3, false, 2}};
+  struct Form {
+    Input input;
+    Fusion fusion;
+  };
+  const Form forms[] = {{Input::F32, Fusion::None},
+                        {Input::F32, Fusion::Residual},
+                        {Input::SiluMul, Fusion::None},
+                        {Input::SiluMul, Fusion::Residual},
+                        {Input::F32, Fusion::RmsNorm}};
+  for (ElementType type : types)
+    for (int batch : batches) {
+      for (auto [rows, cols] : {std::array<int64_t, 2>{7, 11008}, {129, 1491}, {1000, 8}})
+        for (Form f : forms)
+          for (GemvConfig cfg : batched_configs)
+            if (f.fusion != Fusion::RmsNorm || cols <= cuda::kMaxRmsnormGemvCols)
+              t.push_back(std::make_unique<Gemv>(type, rows, cols, f.input, f.fusion, cfg, "", batch));
+      if (batch == 3 || batch == 8 || batch == 16)
+        for (Form f : forms)
+          t.push_back(std::make_unique<Gemv>(type, 1491, 4100, f.input, f.fusion, GemvConfig{0, 0, true}, "", batch));
+      for (const Shapes& set : {sets[1], sets[4]})
+        for (GemvConfig cfg : {GemvConfig{}, GemvConfig{3, 8, true}})
+          t.push_back(std::make_unique<GemvGrouped>(type, set, cfg, "", batch));
+    }
+
   // The LLaMA-7B decode step's launches as the executor makes them (bf16,
   // automatic plans, early weights): keep 0.5 (ranks 1024 for attention, 1492
   // for the MLP), dense, and the lm_head.
   const GemvConfig pdl{0, 0, true};
   const ElementType bf16 = ElementType::BF16;
-  auto decode = [&](int64_t rows, int64_t cols, Input input, Fusion fusion, const char* what) {
-    t.push_back(std::make_unique<Gemv>(bf16, rows, cols, input, fusion, pdl, what));
+  auto decode = [&](int64_t rows, int64_t cols, Input input, Fusion fusion, const char* what, int batch = 1) {
+    t.push_back(std::make_unique<Gemv>(bf16, rows, cols, input, fusion, pdl, what, batch));
   };
   decode(3072, 4096, Input::F32, Fusion::RmsNorm, "llama-7b keep0.5 q|k|v first");
   decode(1024, 4096, Input::F32, Fusion::None, "llama-7b keep0.5 o first");
@@ -287,6 +359,17 @@ void add_gemv_cases(Table& t) {
                                             "llama-7b keep0.5 q,k,v second"));
   t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{11008, 1492}, {11008, 1492}}, pdl,
                                             "llama-7b keep0.5 gate,up second"));
+  // The keep-0.5 step for 8 sequences at once (continuous batching).
+  decode(3072, 4096, Input::F32, Fusion::RmsNorm, "llama-7b keep0.5 q|k|v first", 8);
+  decode(1024, 4096, Input::F32, Fusion::None, "llama-7b keep0.5 o first", 8);
+  decode(4096, 1024, Input::F32, Fusion::Residual, "llama-7b keep0.5 o second", 8);
+  decode(2992, 4096, Input::F32, Fusion::RmsNorm, "llama-7b keep0.5 gate|up first", 8);
+  decode(1492, 11008, Input::SiluMul, Fusion::None, "llama-7b keep0.5 down first", 8);
+  decode(4096, 1492, Input::F32, Fusion::Residual, "llama-7b keep0.5 down second", 8);
+  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{4096, 1024}, {4096, 1024}, {4096, 1024}}, pdl,
+                                            "llama-7b keep0.5 q,k,v second", 8));
+  t.push_back(std::make_unique<GemvGrouped>(bf16, Shapes{{11008, 1492}, {11008, 1492}}, pdl,
+                                            "llama-7b keep0.5 gate,up second", 8));
 }
 
 }  // namespace fsvd::optable
