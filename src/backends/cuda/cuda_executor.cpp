@@ -106,8 +106,10 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   check_supported(c, weights_->source());
-  check(options.max_batch >= 1 && options.max_batch <= kMaxBatch, kWhere, "max_batch ", options.max_batch,
-        " is outside 1..", kMaxBatch);
+  // Several rows a step run as GEMMs with bf16 weights, as batched GEMVs (at most kMaxBatch) with fp32.
+  const int most = weights_->type() == ElementType::BF16 ? kMaxDecodeRows : kMaxBatch;
+  check(options.max_batch >= 1 && options.max_batch <= most, kWhere, "max_batch ", options.max_batch,
+        " is outside 1..", most, " for ", weights_->type() == ElementType::BF16 ? "bf16" : "fp32", " weights");
   check(pages.block_size == kDefaultBlockSize, kWhere, "blocks of ", pages.block_size, " positions (the kernels take ",
         kDefaultBlockSize, ")");
   check(options.kv == KvMode::dense || pages.positions() == one_sequence(context).positions(), kWhere,
@@ -158,6 +160,9 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   qkv_ld_ = round_up8(qkv_rows);
   rank_ld_ = round_up8(max_rank);
   gate_up_ld_ = round_up8(gate_up_rows);
+  // One row stride for gate and up whichever buffer holds them (down reads
+  // both with one): a dense part's is gate_up_'s, which is then the wider.
+  inter_ld_ = std::max<int64_t>(c.intermediate, gate_up_ld_);
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, rows = rows_;
   token_ = DeviceBuffer<int32_t>(rows);
   pos_ = DeviceBuffer<int>(rows);
@@ -174,8 +179,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   attention_work_.zero();  // decode_attention's arrival counters start at zero
   rank_ = DeviceBuffer<float>(rows * rank_ld_);
   gate_up_ = DeviceBuffer<float>(rows * gate_up_ld_);
-  gate_ = DeviceBuffer<float>(rows * c.intermediate);
-  up_ = DeviceBuffer<float>(rows * c.intermediate);
+  gate_ = DeviceBuffer<float>(rows * inter_ld_);
+  up_ = DeviceBuffer<float>(rows * inter_ld_);
   logits_ = DeviceBuffer<float>(rows * c.vocab);
   auto pinned = [](auto& p, size_t count, unsigned flags = cudaHostAllocDefault) {
     FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(p.put()), count * sizeof(*p.get()), flags));
@@ -191,9 +196,12 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   std::fill_n(host_params_.get(), rows, SamplingParams{});
   params_.upload(std::span<const SamplingParams>(host_params_.get(), rows));
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
-  // Prompts of other head sizes run through the decode step, as in fp32.
-  if (weights_->type() == ElementType::BF16 && prefill_attention_supports(heads_))
+  if (weights_->type() == ElementType::BF16) {
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
+    if (rows_ > 1) prefill_->reserve_rows(rows_);
+  }
+  // Prompts of other head sizes run through the decode step, as in fp32.
+  prompts_in_chunks_ = prefill_ && prefill_attention_supports(heads_);
 }
 
 void CudaExecutor::packed_first(const DevicePacked& p, const float* gain, Rows out, int rows, cudaStream_t stream) {
@@ -285,42 +293,54 @@ void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
   // to the residual.
   packed_first(l.gate_up, l.mlp_norm, {gate_up_.data(), gate_up_ld_}, rows, stream);
   Rows gate_up[2];
-  const Rows gate_up_scratch[2] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
+  const Rows gate_up_scratch[2] = {{gate_.data(), inter_ld_}, {up_.data(), inter_ld_}};
   packed_second(l.gate_up, {gate_up_.data(), gate_up_ld_}, gate_up_scratch, gate_up, rows, stream);
-  check(rows == 1 || gate_up[0].ld == gate_up[1].ld, kWhere,
-        "batched steps need gate and up both dense or both low-rank (layer ", index, ")");
   linear_residual(l.down, DeviceVec::silu_mul(gate_up[0].p, gate_up[1].p, gate_up[0].ld), rows, stream);
 }
 
 void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
   const ModelConfig& c = config_;
+  // Several rows with bf16 weights: the prompt path's GEMMs (cuBLASLt is
+  // faster than the GEMVs from two rows on: bench/kernels/gemv_notes.md).
+  const bool gemm = rows > 1 && prefill_;
   if (piece == 0) {
-    embedding_lookup(weights_->embed(), token_.data(), rows, x_.data(), stream);
+    if (gemm)
+      prefill_->embed_rows(token_.data(), rows);
+    else
+      embedding_lookup(weights_->embed(), token_.data(), rows, x_.data(), stream);
+  } else if (piece <= c.n_layers && gemm) {
+    prefill_->decode_layer(piece - 1, rows, layer_cache(piece - 1), {pos_.data(), nullptr, tables_.data(), max_blocks_},
+                           {attention_work_.data(), attention_work_.size(), context_});
   } else if (piece <= c.n_layers) {
     enqueue_layer(piece - 1, rows, stream);
   } else {
-    // Final RMSNorm fused into lm_head's first GEMV.
-    const DeviceLinear& head = weights_->lm_head();
-    const GemvConfig cfg = gemv_config();
-    const DeviceVec x = DeviceVec::f32(x_.data(), c.hidden);
-    const DeviceOut logits{logits_.data(), c.vocab};
-    if (head.low_rank()) {
-      rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, {rank_.data(), rank_ld_}, rows, stream, cfg);
-      gemv(head.second, DeviceVec::f32(rank_.data(), rank_ld_), logits, rows, stream, cfg);
+    float* logits = logits_.data();
+    if (gemm) {
+      logits = const_cast<float*>(prefill_->logits(rows));
     } else {
-      rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, logits, rows, stream, cfg);
+      // Final RMSNorm fused into lm_head's first GEMV.
+      const DeviceLinear& head = weights_->lm_head();
+      const GemvConfig cfg = gemv_config();
+      const DeviceVec x = DeviceVec::f32(x_.data(), c.hidden);
+      const DeviceOut out{logits, c.vocab};
+      if (head.low_rank()) {
+        rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, {rank_.data(), rank_ld_}, rows, stream, cfg);
+        gemv(head.second, DeviceVec::f32(rank_.data(), rank_ld_), out, rows, stream, cfg);
+      } else {
+        rmsnorm_gemv(head.first, x, weights_->final_norm(), c.rms_eps, out, rows, stream, cfg);
+      }
+      if (head.bias) add_bias(logits, c.vocab, head.bias, rows, c.vocab, stream);
     }
-    if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, rows, c.vocab, stream);
     if (sampling_) {
       // Parameters and the draw's key (the token's position) are read on the device.
-      sample_tokens(logits_.data(), rows, c.vocab, c.vocab, params_.data(), pos_.data(), token_.data(), stream);
+      sample_tokens(logits, rows, c.vocab, c.vocab, params_.data(), pos_.data(), token_.data(), stream);
       publish_token(token_.data(), pos_.data(), device_ring_, kTokenRing, stream);
       if (rows > 1)
         FSVD_CUDA_CHECK(cudaMemcpyAsync(host_sampled_, token_.data(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                         stream));
     } else {
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), rows * c.vocab * sizeof(float),
-                                      cudaMemcpyDeviceToHost, stream));
+      FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits, rows * c.vocab * sizeof(float), cudaMemcpyDeviceToHost,
+                                      stream));
     }
   }
 }
@@ -436,6 +456,11 @@ void CudaExecutor::enqueue_step(int rows) {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, rows, stream_);
     return;
   }
+  if (prefill_ && prefill_->buffers_version() != prefill_version_) {
+    // The GEMM steps' graphs read Prefill's buffers, which a longer prompt has reallocated.
+    for (auto* by_rows : {&graphs_, &sample_graphs_}) std::erase_if(*by_rows, [](const auto& g) { return g.first > 1; });
+    prefill_version_ = prefill_->buffers_version();
+  }
   std::vector<GraphExec>& graphs = (sampling_ ? sample_graphs_ : graphs_)[rows];
   if (graphs.empty()) capture_graphs(graphs, rows);
   for (const GraphExec& g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
@@ -485,7 +510,7 @@ void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all
                               std::vector<float>& logits) {
   const size_t n = tokens.size(), vocab = static_cast<size_t>(config_.vocab);
   filled_ = pos;  // until the step completes, the cache holds at most [0, pos)
-  if (n > 1 && prefill_) {
+  if (n > 1 && prompts_in_chunks_) {
     prefill(tokens, pos, nullptr, all_logits, logits);
   } else {
     for (size_t i = 0; i < n; ++i) {
@@ -616,7 +641,7 @@ void CudaExecutor::run_step(std::span<const SeqSlice> batch, std::span<const Sam
   try {
     // Prompt chunks one by one through Prefill.
     std::vector<size_t> next(batch.size(), 0);  // each slice's first token not yet run
-    for (size_t i = 0; i < batch.size() && prefill_; ++i) {
+    for (size_t i = 0; i < batch.size() && prompts_in_chunks_; ++i) {
       const SeqSlice& s = batch[i];
       if (s.tokens.size() < 2) continue;
       chunk_blocks_.upload(s.blocks.first(std::min<size_t>(s.blocks.size(), max_blocks_)));

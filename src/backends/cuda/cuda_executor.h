@@ -40,6 +40,8 @@ const char* graph_mode_name(GraphMode mode);
 enum class KvMode { dense, lowrank };
 KvMode parse_kv_mode(const std::string& name);  // throws Error naming the flag
 
+constexpr int kMaxDecodeRows = 256;
+
 struct CudaOptions {
   ElementType weights = ElementType::BF16;  // F32: exact checks against the CPU backend
   GraphMode graph = GraphMode::model;
@@ -52,8 +54,9 @@ struct CudaOptions {
   bool pack = true;
   KvMode kv = KvMode::dense;
   // Decode rows of one step (sequences of step() beyond it run in several):
-  // 1..kMaxBatch. Graphs are captured per bucket of 1, 2, 4, ... rows, a step
-  // padded to the next.
+  // up to kMaxDecodeRows with bf16 weights (several rows run as GEMMs), up to
+  // kMaxBatch with fp32 (batched GEMVs). Graphs are captured per bucket of
+  // 1, 2, 4, ... rows, a step padded to the next.
   int max_batch = 1;
   // With no block count given: the share of the GPU memory free once the
   // weights are up that the KV cache takes.
@@ -176,7 +179,11 @@ class CudaExecutor : public Executor {
   int filled_ = 0;  // forward(): positions [0, filled_) hold valid keys/values
   HeadShape heads_;
   std::shared_ptr<const DeviceModel> weights_;
-  std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
+  // bf16 weights only: prompt chunks (head_dim 64 and 128: prompts_in_chunks_)
+  // and decode steps of several rows. Its buffers grow with the longest chunk.
+  std::unique_ptr<Prefill> prefill_;
+  bool prompts_in_chunks_ = false;
+  int64_t prefill_version_ = 0;  // of Prefill's buffers when the GEMM steps' graphs were captured
   Stream stream_;
   // Captured on first use, by bucket: logits out, and tokens sampled.
   std::map<int, std::vector<GraphExec>> graphs_, sample_graphs_;
@@ -208,8 +215,8 @@ class CudaExecutor : public Executor {
   Event step_done_[2];              // alternating over a stream's steps
   PinnedHost<float> host_logits_;   // [rows_, vocab]
   // Activations of rows_ rows, row strides: hidden, qkv_ld_, q_dim, kv_dim,
-  // q_dim, rank_ld_, gate_up_ld_, intermediate, intermediate, vocab.
-  int64_t qkv_ld_ = 0, rank_ld_ = 0, gate_up_ld_ = 0;
+  // q_dim, rank_ld_, gate_up_ld_, inter_ld_, inter_ld_, vocab.
+  int64_t qkv_ld_ = 0, rank_ld_ = 0, gate_up_ld_ = 0, inter_ld_ = 0;
   DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_, logits_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/decode_attention.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/embedding.h"
 #include "backends/cuda/kv_store.h"
@@ -52,6 +53,7 @@ Prefill::Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t
 
 void Prefill::reserve(int64_t n) {
   if (n <= rows_) return;
+  ++version_;
   const ModelConfig& c = weights_.config();
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
   grow(tokens_, n);
@@ -60,6 +62,7 @@ void Prefill::reserve(int64_t n) {
   grow(q_, n * q_dim);
   grow(k_, n * kv_dim);
   grow(v_, n * kv_dim);
+  grow(att_, n * q_dim);
   grow(gate_, n * c.intermediate);
   grow(up_, n * c.intermediate);
   grow(hb_, n * c.hidden);
@@ -90,7 +93,7 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
 }
 
 void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
-                    const int32_t* blocks, LowRankKv* lowrank) {
+                    const int32_t* blocks, LowRankKv* lowrank, const DecodeAttention* decode) {
   const ModelConfig& c = weights_.config();
   const DeviceLayer& l = weights_.layers()[index];
   const int64_t ld = packed_ld_;
@@ -151,7 +154,7 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   // Only where rows [pos, pos + n) are contiguous in the pool (no block table).
   const DevicePacked::Part& v_part = l.qkv.parts[2];
   Rows v{nullptr, 0};
-  if (v_part.second.data && !v_part.bias && !blocks) {
+  if (v_part.second.data && !v_part.bias && !blocks && !decode) {
     const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
     check(cache.type == ElementType::BF16, kWhere, "needs a bf16 KV cache");
     gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
@@ -160,11 +163,19 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     v = part_rows(v_part, n, v_.data());
   }
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-  rope_store_kv_rows({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, rows, static_cast<int>(n), heads, cache,
-                     q_b_.data(), stream_);
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
-  prefill_attention(q_b_.data() + row0 * q_dim, cache, blocks, pos + static_cast<int>(row0), static_cast<int>(m), heads,
-                    att_b_.data(), stream_);
+  if (decode) {
+    // Each row its own sequence: RoPE, its slot and its attention in one launch.
+    decode_attention({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, cache, rows, static_cast<int>(n), decode->max_ctx,
+                     heads, decode->workspace, decode->workspace_floats, att_.data(), stream_);
+    const StageSegment all{0, q_dim, 0};
+    stage_bf16(att_.data(), q_dim, n, &all, 1, att_b_.data(), q_dim, stream_);
+  } else {
+    rope_store_kv_rows({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, rows, static_cast<int>(n), heads, cache,
+                       q_b_.data(), stream_);
+    prefill_attention(q_b_.data() + row0 * q_dim, cache, blocks, pos + static_cast<int>(row0), static_cast<int>(m),
+                      heads, att_b_.data(), stream_);
+  }
   linear(l.o, att_b_.data(), q_dim, m, x, true);
 
   // MLP block.
@@ -217,11 +228,34 @@ void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, 
           lowrank.pages().chunk(pos), nullptr, &lowrank);
 }
 
+void Prefill::reserve_rows(int64_t rows) {
+  reserve(rows);
+  if (logits_.size() < static_cast<size_t>(rows * weights_.config().vocab)) {
+    grow(logits_, rows * weights_.config().vocab);
+    ++version_;
+  }
+}
+
+void Prefill::embed_rows(const int32_t* d_tokens, int64_t rows) {
+  check(rows >= 1 && rows <= rows_, kWhere, rows, " decode rows, ", rows_, " reserved");
+  final_row0_ = 0;
+  chunk_rows_ = rows;
+  embedding_lookup(weights_.embed(), d_tokens, rows, x_.data(), stream_);
+}
+
+void Prefill::decode_layer(int index, int64_t rows, const KvCacheLayer& cache, const PagedRows& at,
+                           const DecodeAttention& attention) {
+  layer(index, 0, rows, 0, cache, at, nullptr, nullptr, &attention);
+}
+
 const float* Prefill::logits(int64_t n) {
   check(n >= 1 && n <= chunk_rows_ && final_row0_ == 0, kWhere, "logits of ", n, " rows after a chunk of ",
         chunk_rows_, final_row0_ > 0 ? " run for its last row only" : "");
   const ModelConfig& c = weights_.config();
-  grow(logits_, n * c.vocab);
+  if (logits_.size() < static_cast<size_t>(n * c.vocab)) {
+    grow(logits_, n * c.vocab);
+    ++version_;
+  }
   norm_rows(x_.data(), weights_.final_norm(), n);
   linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false);
   return logits_.data();

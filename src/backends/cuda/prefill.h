@@ -42,6 +42,24 @@ class Prefill {
   // Logits [n, vocab] fp32 (device memory owned here) of the first n rows of
   // the last run, which must have computed every row; enqueued, not synchronized.
   const float* logits(int64_t n);
+
+  // The decode rows of a batched step through the same GEMMs, in pieces a
+  // graph can capture (they read nothing from the host): `rows` tokens of
+  // distinct sequences, one new token each, d_tokens and `at` (positions,
+  // block tables) in device memory; attention through decode_attention.
+  // reserve_rows(rows) first, outside any capture. Then embed_rows, every
+  // decode_layer, and logits(rows).
+  struct DecodeAttention {
+    float* workspace;  // decode_attention's, for `rows` rows of max_ctx
+    size_t workspace_floats;
+    int max_ctx;
+  };
+  void reserve_rows(int64_t rows);
+  // Changes whenever buffers are reallocated (graphs captured before read the old ones).
+  int64_t buffers_version() const { return version_; }
+  void embed_rows(const int32_t* d_tokens, int64_t rows);
+  void decode_layer(int index, int64_t rows, const KvCacheLayer& cache, const PagedRows& at,
+                    const DecodeAttention& attention);
   const float* hidden() const { return x_.data(); }
   static constexpr int64_t max_rows() { return 4096; }
 
@@ -50,9 +68,10 @@ class Prefill {
   // Embeds the chunk; returns its length.
   int64_t start(std::span<const int32_t> tokens, bool last_row_only);
   // One layer over the chunk of n rows, from the attention output on for rows
-  // [row0, n) only; `rows`, `blocks` and `lowrank` (or null) as in run().
+  // [row0, n) only; `rows`, `blocks` and `lowrank` (or null) as in run(); with
+  // `decode`, the rows are decode rows (decode_layer).
   void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
-             const int32_t* blocks, LowRankKv* lowrank);
+             const int32_t* blocks, LowRankKv* lowrank, const DecodeAttention* decode = nullptr);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
   // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.
@@ -63,13 +82,14 @@ class Prefill {
   cudaStream_t stream_;
   Gemm gemm_;
   int64_t rows_ = 0;  // capacity of the buffers, in tokens
+  int64_t version_ = 0;
   int64_t chunk_rows_ = 0, final_row0_ = 0;  // the last run's rows, and its first with a final hidden state
   DeviceBuffer<int32_t> tokens_;
   // Row strides: packed first-factor outputs (fp32 in packed_, their
   // low-rank parts' columns as bf16 in staged_b_, both at the parts'
   // offsets), and o/down rank-space rows.
   int64_t packed_ld_ = 0, rank_ld_ = 0;
-  DeviceBuffer<float> x_, packed_, q_, k_, v_, gate_, up_, logits_;
+  DeviceBuffer<float> x_, packed_, q_, k_, v_, att_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
 };
 
