@@ -126,6 +126,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   }
   token_ = DeviceBuffer<int32_t>(1);
   pos_ = DeviceBuffer<int>(1);
+  params_ = DeviceBuffer<SamplingParams>(1);
   x_ = DeviceBuffer<float>(c.hidden);
   qkv_ = DeviceBuffer<float>(qkv_rows);
   q_ = DeviceBuffer<float>(int64_t{c.n_heads} * c.head_dim);
@@ -141,6 +142,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int conte
   logits_ = DeviceBuffer<float>(c.vocab);
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_io_.put()), sizeof(HostIo), cudaHostAllocMapped));
   FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), host_io_->ring, 0));
+  host_io_->params = SamplingParams{};
+  params_.upload(std::span(&host_io_->params, 1));
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
   FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(host_logits_.put()), c.vocab * sizeof(float),
                                 cudaHostAllocDefault));
@@ -250,8 +253,8 @@ void CudaExecutor::enqueue_piece(int piece, cudaStream_t stream) {
     }
     if (head.bias) add_bias(logits_.data(), c.vocab, head.bias, 1, c.vocab, stream);
     if (sampling_) {
-      // The draw is keyed by the token's position, read on the device.
-      sample_token(logits_.data(), c.vocab, *sampling_, pos_.data(), token_.data(), stream);
+      // Parameters and the draw's key (the token's position) are read on the device.
+      sample_tokens(logits_.data(), 1, c.vocab, c.vocab, params_.data(), pos_.data(), token_.data(), stream);
       publish_token(token_.data(), pos_.data(), device_ring_, kTokenRing, stream);
     } else {
       FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits_.data(), c.vocab * sizeof(float),
@@ -350,19 +353,24 @@ void CudaExecutor::set_step_inputs(int32_t token, int pos) {
   FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), &host_io_->pos, sizeof(int), cudaMemcpyHostToDevice, stream_));
 }
 
+void CudaExecutor::begin_sampling(const SamplingParams& params) {
+  check_sampling_params(params);
+  // As for the step inputs, the previous step has completed: the pinned copy is free.
+  if (params != host_io_->params) {
+    host_io_->params = params;
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), &host_io_->params, sizeof(SamplingParams),
+                                    cudaMemcpyHostToDevice, stream_));
+  }
+  sampling_ = true;
+}
+
 void CudaExecutor::enqueue_step() {
   if (options_.graph == GraphMode::none) {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, stream_);
     return;
   }
-  // Sampling parameters are baked into the captured launch: other ones
-  // need a new capture.
   std::vector<GraphExec>& graphs = sampling_ ? sample_graphs_ : graphs_;
-  if (sampling_ && !graphs.empty() && sample_params_ != *sampling_) graphs.clear();
-  if (graphs.empty()) {
-    capture_graphs(graphs);
-    if (sampling_) sample_params_ = *sampling_;
-  }
+  if (graphs.empty()) capture_graphs(graphs);
   for (const GraphExec& g : graphs) FSVD_CUDA_CHECK(cudaGraphLaunch(g, stream_));
 }
 
@@ -419,16 +427,15 @@ void CudaExecutor::run_tokens(std::span<const int32_t> tokens, int pos, bool all
 
 int32_t CudaExecutor::forward_next(std::span<const int32_t> tokens, int pos, const SamplingParams& params) {
   check_forward_request("CudaExecutor::forward_next", tokens, pos, filled_, context_, config_.vocab);
-  check_sampling_params(params);
-  sampling_ = &params;
+  begin_sampling(params);
   std::vector<float> unused;
   try {
     run_tokens(tokens, pos, false, unused);
   } catch (...) {
-    sampling_ = nullptr;
+    sampling_ = false;
     throw;
   }
-  sampling_ = nullptr;
+  sampling_ = false;
   return published_token(pos + static_cast<int>(tokens.size()) - 1);
 }
 
@@ -438,8 +445,7 @@ int CudaExecutor::decode_stream(int32_t token, int pos, int count, const Samplin
   check(count >= 1, where, "count ", count, " must be positive");
   check_forward_request(where, std::span(&token, 1), pos, filled_, context_, config_.vocab);
   check(count <= context_ - pos, where, count, " steps from position ", pos, " exceed the context size ", context_);
-  check_sampling_params(params);
-  sampling_ = &params;
+  begin_sampling(params);
   filled_ = pos;
   int handed = 0;
   try {
@@ -461,10 +467,10 @@ int CudaExecutor::decode_stream(int32_t token, int pos, int count, const Samplin
     FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   } catch (...) {
     cudaStreamSynchronize(stream_);
-    sampling_ = nullptr;
+    sampling_ = false;
     throw;
   }
-  sampling_ = nullptr;
+  sampling_ = false;
   return handed;
 }
 

@@ -101,6 +101,9 @@ class CudaExecutor : public Executor {
   void capture_graphs(std::vector<GraphExec>& graphs);
   // Copies the token and position a step starts from to the device.
   void set_step_inputs(int32_t token, int pos);
+  // Starts sampling steps under `params` (checked): copied to the device when
+  // they differ from the last ones, so the sampling graphs are captured once.
+  void begin_sampling(const SamplingParams& params);
   // Queues one decode step (capturing its graphs on first use).
   void enqueue_step();
   // The token sampled by the step at `pos`, once that step has completed.
@@ -127,9 +130,8 @@ class CudaExecutor : public Executor {
   std::unique_ptr<Prefill> prefill_;  // bf16 weights only; buffers grow with the longest chunk
   Stream stream_;
   std::vector<GraphExec> graphs_;         // logits out; captured on first use
-  std::vector<GraphExec> sample_graphs_;  // next token out, for sample_params_
-  SamplingParams sample_params_;
-  const SamplingParams* sampling_ = nullptr;  // set during a forward_next
+  std::vector<GraphExec> sample_graphs_;  // next token out, by the parameters in params_
+  bool sampling_ = false;                 // set during forward_next and decode_stream
   double capture_ms_ = 0;
 
   // One sequence over blocks of the pool in order: the decode step's block
@@ -141,13 +143,16 @@ class CudaExecutor : public Executor {
   DeviceBuffer<float> inv_freq_;
   DeviceBuffer<int32_t> token_;
   DeviceBuffer<int> pos_;
+  DeviceBuffer<SamplingParams> params_;  // the sampling step's, read by the kernel at each replay
   // Pinned host memory, mapped for the device: what a step started from the
-  // host copies in, and the sampled tokens by position.
+  // host copies in (params: also what params_ holds), and the sampled tokens
+  // by position.
   static constexpr int kTokenRing = 4;
   struct HostIo {
     int32_t token;
     int pos;
     int32_t ring[kTokenRing];
+    SamplingParams params;
   };
   PinnedHost<HostIo> host_io_;
   int32_t* device_ring_ = nullptr;  // host_io_->ring as the device addresses it
