@@ -3,6 +3,10 @@
 // (value, index) maximum.
 #include <cuda_runtime.h>
 
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
 namespace fsvd::cuda {
 
 template <typename T>
@@ -38,6 +42,31 @@ __device__ __forceinline__ Best warp_best(Best b) {
   for (int off = 16; off > 0; off /= 2)
     b = better(b, {__shfl_xor_sync(0xffffffffu, b.v, off), __shfl_xor_sync(0xffffffffu, b.i, off)});
   return b;
+}
+
+// This thread's best of v[0, n) (v[i] has index first + i) in a CTA of
+// kThreads threads, for block_best to combine: 16-byte loads over the aligned
+// bulk, scalar loads before and after it, so a row may start anywhere.
+template <int kThreads>
+__device__ __forceinline__ Best range_best(const float* v, int n, int first) {
+  static_assert(kThreads >= 3, "one thread a value before and after the bulk");
+  Best best{-INFINITY, INT_MAX};
+  const int t = threadIdx.x;
+  const int head = min(n, static_cast<int>((16 - reinterpret_cast<uintptr_t>(v) % 16) % 16 / 4));
+  const int groups = (n - head) / 4;
+  const float4* bulk = reinterpret_cast<const float4*>(v + head);
+  for (int g = t; g < groups; g += kThreads) {
+    const float4 q = bulk[g];
+    const int i = first + head + 4 * g;
+    best = better(best, {q.x, i});
+    best = better(best, {q.y, i + 1});
+    best = better(best, {q.z, i + 2});
+    best = better(best, {q.w, i + 3});
+  }
+  const int tail = head + 4 * groups;  // fewer than 4 values on either side of the bulk
+  if (t < head) best = better(best, {v[t], first + t});
+  if (tail + t < n) best = better(best, {v[tail + t], first + tail + t});
+  return best;
 }
 
 // The best of a CTA of kWarps warps, valid in thread 0; `scratch` holds kWarps.

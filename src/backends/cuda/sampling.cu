@@ -1,12 +1,13 @@
-// Token sampling on the GPU (see sampling.h). One launch of one cluster: its
-// CTAs each hold a slice of the logits row in shared memory and share partial
-// results through distributed shared memory, so the row is read from L2 once
-// and no pass needs another launch or a host decision.
+// Token sampling on the GPU (see sampling.h). One launch, one cluster per row:
+// its CTAs each hold a slice of the logits row in shared memory and share
+// partial results through distributed shared memory, so the row is read from
+// L2 once and no pass needs another launch or a host decision. A greedy row
+// only takes the cluster's argmax; a padding row leaves at once.
 //
-// Steps: the max; top-k and then top-p cut-offs, each a radix select on an
-// order key (smaller key = more probable) of at most three 11-bit passes that
-// stops early once the cut falls between bins; the draw, a scan of the kept
-// weights. Weights are summed in 64-bit fixed point, so every CTA derives the
+// Steps of a sampled row: the max; top-k and then top-p cut-offs, each a radix
+// select on an order key (smaller key = more probable) of at most three 11-bit
+// passes that stops early once the cut falls between bins; the draw, a scan of
+// the kept weights. Weights are summed in 64-bit fixed point, so every CTA derives the
 // same cut from the same integers and the result does not depend on timing.
 #include "backends/cuda/sampling.h"
 
@@ -18,7 +19,6 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/reduce.cuh"
-#include "backends/cuda/token_select.h"
 
 namespace fsvd::cuda {
 namespace {
@@ -41,17 +41,29 @@ static_assert(kMaxSamplingVocab <= (int64_t{1} << 19) && kMaxSamplingVocab % kCt
 
 struct Params {
   const float* logits;
+  int64_t ld;         // row stride
   int n;
   int slice;          // logits per CTA
-  float scale;        // log2(e) / temperature
-  int top_k;          // 0: off
-  float top_p;        // 1: off
-  float min_weight;   // (1 - top_p) / 2n: the nucleus never needs a lighter token
-  uint64_t seed;
+  const SamplingParams* params;
   const int32_t* step;
   int32_t* token;
-  uint8_t* kept;      // optional
+  uint8_t* kept;      // optional, [rows, n]
 };
+
+// What the passes use of a sampled row's SamplingParams.
+struct Config {
+  float scale;       // log2(e) / temperature
+  int top_k;         // 0: off
+  float top_p;       // 1: off
+  float min_weight;  // (1 - top_p) / 2n: the nucleus never needs a lighter token
+};
+// In double, rounded once: correctly rounded, so the bits depend on the
+// parameters alone (not on how a compiler contracts or orders float steps).
+__device__ Config row_config(const SamplingParams& c, int n) {
+  return Config{static_cast<float>(1.4426950408889634 / c.temperature),  // may overflow to inf
+                c.top_k < n ? c.top_k : 0, c.top_p,
+                static_cast<float>((1.0 - c.top_p) / (2.0 * static_cast<double>(n)))};
+}
 
 // Smaller for higher logits; a bijection on keys, so equal logits share a key.
 __device__ __forceinline__ uint32_t order_key(float v) {
@@ -112,10 +124,9 @@ static_assert(2 * kHistogramBytes + kMaxSlice * sizeof(float) + 2048 <= 227 * 10
               "the row slice, histograms and statics must fit one SM's shared memory");
 
 struct Shared {
-  Best best_part;  // per CTA, read by the whole cluster
-  u64 kept_part;
+  Best parts[kCtas];  // every CTA's best, written by that CTA
+  u64 kept_part;      // per CTA, read by the whole cluster
   uint32_t tie_part;
-  Best top;
   u64 kept_total, kept_before;
   uint32_t ties_before;
   Found found;
@@ -362,8 +373,38 @@ __device__ __forceinline__ bool is_kept(float v, const Cut& cut) {
   return !isnan(v) && (k < cut.strict || (cut.ties_kept > 0 && k == cut.tie));
 }
 
+// The row's best (largest value, lowest index on ties) from each thread's `b`.
+// Each CTA pushes its block's best into every CTA's shared memory, so after
+// one cluster barrier every CTA reads them all locally: a CTA that leaves right
+// after (greedy and non-finite rows) leaves nothing another still reads. The
+// wait completes the kernel's first arrive: every CTA has started, so its
+// shared memory may be written.
+__device__ Best cluster_best(const cg::cluster_group& cluster, Best b, Shared& sh) {
+  b = block_best<kWarps>(b, sh.best_scratch);
+  cluster.barrier_wait();
+  if (threadIdx.x == 0)
+    for (int r = 0; r < kCtas; ++r) cluster.map_shared_rank(sh.parts, r)[cluster.block_rank()] = b;
+  cluster.sync();
+  Best top = sh.parts[0];
+  for (int r = 1; r < kCtas; ++r) top = better(top, sh.parts[r]);
+  return top;
+}
+
+// Ends a row whose token is `index` (its argmax): the kept set is that token alone.
+__device__ void pick(int index, int rank, int32_t* token, uint8_t* kept_out, int begin, int len) {
+  if (rank == 0 && threadIdx.x == 0) *token = index;
+  if (kept_out)
+    for (int i = threadIdx.x; i < len; i += kThreads) kept_out[i] = begin + i == index;
+}
+
+// One cluster per row: blockIdx.y is the row.
 __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sample_kernel(const Params p) {
+  const int r = blockIdx.y;
+  const SamplingParams c = p.params[r];  // loaded alongside the step, not after it
+  const int32_t step = p.step[r];
+  if (step < 0) return;  // padding: the whole cluster leaves before any barrier
   const cg::cluster_group cluster = cg::this_cluster();
+  __cluster_barrier_arrive_relaxed();  // this CTA has started (cluster_best waits)
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   Histogram* histograms = reinterpret_cast<Histogram*>(dynamic_smem);  // two, alternating by pass
   float* x = reinterpret_cast<float*>(dynamic_smem + 2 * kHistogramBytes);  // this CTA's slice
@@ -371,38 +412,37 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sam
 
   const int t = threadIdx.x, lane = t % 32, rank = static_cast<int>(cluster.block_rank());
   const int begin = rank * p.slice, len = max(0, min(p.n - begin, p.slice));
+  const float* logits = p.logits + r * p.ld + begin;  // this CTA's slice
+  int32_t* token = p.token + r;
+  uint8_t* kept_out = p.kept ? p.kept + int64_t{r} * p.n + begin : nullptr;
+
+  if (!(c.temperature > 0)) {  // greedy: the argmax of the raw values
+    const Best top = cluster_best(cluster, range_best<kThreads>(logits, len, begin), sh);
+    pick(top.i == INT_MAX ? 0 : top.i, rank, token, kept_out, begin, len);  // all NaN gives 0
+    return;
+  }
 
   // NaN ranks as -inf, and -0 as +0 so that equal logits get equal keys.
   Best best{-INFINITY, INT_MAX};
   for (int i = t; i < len; i += kThreads) {
-    const float raw = p.logits[begin + i];
+    const float raw = logits[i];
     const float v = isnan(raw) ? -INFINITY : raw + 0.0f;
     x[i] = v;
     best = better(best, {v, begin + i});
   }
-  best = block_best<kWarps>(best, sh.best_scratch);
-  if (t == 0) sh.best_part = best;
-  cluster.sync();
-  if (t < 32) {  // one warp gathers the cluster's partial results, the CTA reads them locally
-    const Best top = warp_best(lane < kCtas ? *cluster.map_shared_rank(&sh.best_part, lane) : Best{-INFINITY, INT_MAX});
-    if (lane == 0) sh.top = top;
-  }
-  __syncthreads();
-  const Best top = sh.top;
-
+  const Best top = cluster_best(cluster, best, sh);
   if (!isfinite(top.v)) {  // the CPU sampler throws here; a kernel takes the argmax
-    if (rank == 0 && t == 0) *p.token = top.i;
-    if (p.kept)
-      for (int i = t; i < len; i += kThreads) p.kept[begin + i] = begin + i == top.i;
-    cluster.sync();  // no CTA leaves while others may read its shared memory
+    pick(top.i, rank, token, kept_out, begin, len);
     return;
   }
 
-  const Row row{x, len, top.v, p.scale};
+  const Config config = row_config(c, p.n);
+  const Row row{x, len, top.v, config.scale};
   Cut cut{kAllKeys, 0, 0, 0};
   int buf = 0;
-  if (p.top_k > 0) cut = top_k_cut(cluster, row, p.top_k, histograms, buf, sh);
-  if (p.top_p < 1.0f) cut = top_p_cut(cluster, row, p.top_p, p.min_weight, cut, histograms, buf, sh);
+  if (config.top_k > 0) cut = top_k_cut(cluster, row, config.top_k, histograms, buf, sh);
+  if (config.top_p < 1.0f)
+    cut = top_p_cut(cluster, row, config.top_p, config.min_weight, cut, histograms, buf, sh);
   if (cut.ties_kept > 0 && cut.ties_kept < cut.tie_count) drop_extra_ties(cluster, row, cut, sh);
 
   // Draw: the thread whose share of the kept mass holds u walks its tokens.
@@ -410,7 +450,7 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sam
   for (int i = t; i < len; i += kThreads) {
     const bool kept = is_kept(x[i], cut);
     if (kept) mine += fixed_weight(x[i], row.max, row.scale);
-    if (p.kept) p.kept[begin + i] = kept;
+    if (kept_out) kept_out[i] = kept;
   }
   u64 cta_total;
   const u64 before = block_exclusive_scan(mine, &cta_total, sh.scan);
@@ -424,52 +464,39 @@ __global__ void __cluster_dims__(kCtas, 1, 1) __launch_bounds__(kThreads, 1) sam
   }
   __syncthreads();
   const u64 total = sh.kept_total, cta_before = sh.kept_before;
-  const u64 u = draw_below(total, p.seed, *p.step);
+  const u64 u = draw_below(total, c.seed, step);
   if (u >= cta_before && u - cta_before >= before && u - cta_before < before + mine) {
     u64 acc = cta_before + before;
     for (int i = t; i < len; i += kThreads) {
       if (!is_kept(x[i], cut)) continue;
       acc += fixed_weight(x[i], row.max, row.scale);
       if (u < acc) {
-        *p.token = begin + i;
+        *token = begin + i;
         break;
       }
     }
   }
-  if (total == 0 && rank == 0 && t == 0) *p.token = top.i;  // unreachable: the max weighs 1
-  cluster.sync();
+  if (total == 0 && rank == 0 && t == 0) *token = top.i;  // unreachable: the max weighs 1
+  cluster.sync();  // no CTA leaves while others may read its shared memory
 }
 
 }  // namespace
 
-void sample_token(const float* logits, int64_t n, const SamplingParams& config,
-                  const int32_t* d_step, int32_t* d_token, cudaStream_t stream, uint8_t* d_kept) {
-  const char* where = "cuda::sample_token";
-  check_sampling_params(config);
-  check(logits != nullptr && d_token != nullptr, where, "null argument");
+void sample_tokens(const float* logits, int rows, int64_t n, int64_t ld, const SamplingParams* d_params,
+                   const int32_t* d_step, int32_t* d_token, cudaStream_t stream, uint8_t* d_kept) {
+  const char* where = "cuda::sample_tokens";
+  check(logits != nullptr && d_params != nullptr && d_step != nullptr && d_token != nullptr, where,
+        "null argument");
+  check(reinterpret_cast<uintptr_t>(logits) % alignof(float) == 0, where, "misaligned logits");
+  check(rows >= 1 && rows <= kMaxSamplingRows, where, rows, " rows (1 to ", kMaxSamplingRows, " allowed)");
   check(n >= 1 && n <= kMaxSamplingVocab, where, n, " logits (1 to ", kMaxSamplingVocab, " allowed)");
-  if (config.temperature == 0.0f) {
-    check(d_kept == nullptr, where, "greedy sampling has no kept set to report");
-    argmax(logits, n, d_token, stream);
-    return;
-  }
-  check(d_step != nullptr, where, "null step counter");
-  Params p{};
-  p.logits = logits;
-  p.n = static_cast<int>(n);
-  p.slice = static_cast<int>((n + kCtas - 1) / kCtas);
-  p.scale = static_cast<float>(1.4426950408889634 / config.temperature);  // may overflow to inf
-  p.top_k = config.top_k < n ? config.top_k : 0;
-  p.top_p = config.top_p;
-  p.min_weight = static_cast<float>((1.0 - config.top_p) / (2.0 * static_cast<double>(n)));
-  p.seed = config.seed;
-  p.step = d_step;
-  p.token = d_token;
-  p.kept = d_kept;
+  check(ld >= n, where, "row stride ", ld, " below the ", n, " logits of a row");
+  const Params p{logits, ld, static_cast<int>(n), static_cast<int>((n + kCtas - 1) / kCtas), d_params, d_step,
+                 d_token, d_kept};
   const size_t smem = 2 * kHistogramBytes + static_cast<size_t>(p.slice) * sizeof(float);
   FSVD_CUDA_CHECK(cudaFuncSetAttribute(sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem)));
-  sample_kernel<<<kCtas, kThreads, smem, stream>>>(p);
+  sample_kernel<<<dim3(kCtas, rows), kThreads, smem, stream>>>(p);
   FSVD_CUDA_CHECK_LAUNCH("sample_kernel");
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Picks the next token on the GPU, so a decode step hands the host nothing but
-// the token id. Semantics follow the CPU sampler (runtime/sampler.h):
-//   temperature 0: greedy argmax, lowest id on ties (cuda::argmax);
+// Picks the next token of every sequence of a decode step on the GPU, so the
+// step hands the host nothing but token ids. Semantics follow the CPU sampler
+// (runtime/sampler.h), row by row, each row under its own SamplingParams:
+//   temperature 0: greedy argmax, lowest id on ties, NaN never wins (as cuda::argmax);
 //   else weights exp((logit - max) / T); top-k keeps the k most probable;
 //   top-p keeps the smallest most-probable part of those whose mass (renormalised
 //   after top-k) reaches top_p; the token is drawn in proportion to the weights.
@@ -12,7 +13,7 @@
 //   - Weights are fp32 exponentials summed exactly in 2^-44 fixed point, so the
 //     kept set and the draw are bit-for-bit deterministic; a top-p cut can differ
 //     from the CPU's only where the running mass is within ~1e-6 of top_p.
-//   - The draw comes from SplitMix64 keyed by (seed, *d_step), not the CPU's
+//   - The draw comes from SplitMix64 keyed by (seed, step), not the CPU's
 //     mt19937_64: the same seed and step give the same token, every step a fresh
 //     draw, and a captured CUDA graph replays it with no host work.
 //   - Logits whose largest is +inf, or that hold no finite value, give the
@@ -25,18 +26,27 @@
 
 namespace fsvd::cuda {
 
-// One cluster of CTAs holds the whole row in shared memory.
+// One cluster of CTAs holds a whole row in shared memory.
 constexpr int64_t kMaxSamplingVocab = 327680;
+// Rows of one launch (the grid's second dimension).
+constexpr int kMaxSamplingRows = 65535;
 
-// *d_token = a token drawn from logits[0, n), n <= kMaxSamplingVocab, in one
-// launch and no workspace (params checked by check_sampling_params). Only the
-// launch shape depends on the host arguments;
-// *d_step (any value; the token position, say) is read on the device, so a
-// graph captured once draws afresh at each replay after *d_step changes. d_step
-// may be null when temperature is 0. For tests, d_kept (n bytes) receives 1 for
-// each token of the kept set and 0 elsewhere; it must be null for greedy.
-void sample_token(const float* logits, int64_t n, const SamplingParams& config,
-                  const int32_t* d_step, int32_t* d_token, cudaStream_t stream,
-                  uint8_t* d_kept = nullptr);
+// For each row b < rows: d_token[b] = the token picked from the n logits at
+// logits + b * ld (n <= kMaxSamplingVocab, ld >= n) by d_params[b], the draw
+// keyed by (d_params[b].seed, d_step[b]). One launch, no workspace; only the
+// launch shape depends on the host arguments, and parameters and steps are
+// read on the device, so a graph captured once per batch size serves every
+// step whatever its rows ask for. Rows are independent: a row gives the same
+// token in any batch.
+//   d_params: rows SamplingParams, each passing check_sampling_params (the
+//     caller checks them as it writes them: a kernel cannot throw). The host's
+//     own struct rather than a struct of arrays: the executor copies what its
+//     requests hold as it is, and each row reads its 24 bytes once.
+//   d_step: the key of each row's draw (the token's position, say); a negative
+//     step marks a padding row, whose CTAs leave at once and write nothing.
+//   d_kept (tests): [rows, n]; each row's kept set as 1 and 0 (greedy: its
+//     token alone); padding rows untouched.
+void sample_tokens(const float* logits, int rows, int64_t n, int64_t ld, const SamplingParams* d_params,
+                   const int32_t* d_step, int32_t* d_token, cudaStream_t stream, uint8_t* d_kept = nullptr);
 
 }  // namespace fsvd::cuda

@@ -16,24 +16,7 @@ constexpr int kArgmaxThreads = 1024;
 
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* logits, int n, int32_t* index) {
   __shared__ Best partial[kArgmaxThreads / 32];
-  Best best{-INFINITY, INT_MAX};
-  // 16-byte loads over the aligned bulk, scalar loads before and after it.
-  const int head = min(n, static_cast<int>((16 - reinterpret_cast<uintptr_t>(logits) % 16) % 16 / 4));
-  const int groups = (n - head) / 4;
-  const float4* bulk = reinterpret_cast<const float4*>(logits + head);
-  for (int g = threadIdx.x; g < groups; g += kArgmaxThreads) {
-    const float4 v = bulk[g];
-    const int i = head + 4 * g;
-    best = better(best, {v.x, i});
-    best = better(best, {v.y, i + 1});
-    best = better(best, {v.z, i + 2});
-    best = better(best, {v.w, i + 3});
-  }
-  const int tail = head + 4 * groups;  // fewer than 4 values on either side of the bulk
-  if (static_cast<int>(threadIdx.x) < head) best = better(best, {logits[threadIdx.x], static_cast<int>(threadIdx.x)});
-  if (tail + static_cast<int>(threadIdx.x) < n)
-    best = better(best, {logits[tail + threadIdx.x], tail + static_cast<int>(threadIdx.x)});
-  best = block_best<kArgmaxThreads / 32>(best, partial);
+  const Best best = block_best<kArgmaxThreads / 32>(range_best<kArgmaxThreads>(logits, n, 0), partial);
   if (threadIdx.x == 0) *index = best.i == INT_MAX ? 0 : best.i;
 }
 

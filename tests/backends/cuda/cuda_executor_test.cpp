@@ -310,6 +310,38 @@ TEST(CudaExecutorSampling, ForwardNextMatchesHostArgmaxAndIsSeeded) {
   for (int32_t t : a) EXPECT_TRUE(t >= 0 && t < vocab);
 }
 
+// The sampling parameters live in device memory, so the graphs captured for
+// the first step follow them when they change at every step: greedy steps
+// pick the argmax of forward()'s logits, sampled ones draw elsewhere too.
+TEST(CudaExecutorSampling, ParamsMayChangeAtEveryStep) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Model m = testing::random_model(cases()[1].spec);
+  const int vocab = m.config.vocab;
+  const std::vector<int32_t> prompt{9, 8, 7, 6, 5};
+  for (GraphMode mode : {GraphMode::layer, GraphMode::model}) {
+    CudaExecutor by_logits(m, 32, CudaOptions{ElementType::BF16, mode});
+    CudaExecutor by_device(m, 32, CudaOptions{ElementType::BF16, mode});
+    std::vector<float> logits;
+    by_logits.forward(prompt, 0, false, logits);
+    int32_t token = by_device.forward_next(prompt, 0, SamplingParams{});
+    ASSERT_EQ(token, argmax(logits.data(), vocab));
+    int drawn_elsewhere = 0;
+    for (int pos = 5; pos < 25; ++pos) {
+      const bool greedy = pos % 2 == 1;
+      const SamplingParams p = greedy ? SamplingParams{} : SamplingParams{1.0f, 0, 1.0f, 7};
+      by_logits.forward({&token, 1}, pos, false, logits);
+      token = by_device.forward_next({&token, 1}, pos, p);
+      ASSERT_TRUE(token >= 0 && token < vocab) << token;
+      const int32_t best = argmax(logits.data(), vocab);
+      if (greedy)
+        EXPECT_EQ(token, best) << graph_mode_name(mode) << " position " << pos;
+      else
+        drawn_elsewhere += token != best;
+    }
+    EXPECT_GT(drawn_elsewhere, 0) << graph_mode_name(mode) << ": sampled steps all took the argmax";
+  }
+}
+
 // A decode stream hands the tokens forward_next steps give, stops where its
 // callback says (or after `count`), leaves the cache at the tokens run (a
 // forward_next after the stop continues as the unstopped run does), and

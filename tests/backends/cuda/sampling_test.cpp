@@ -1,7 +1,8 @@
-// What the op table (backends/op_table) does not check of cuda::sample_token:
+// What the op table (backends/op_table) does not check of cuda::sample_tokens:
 // ties at the cut keep the lowest ids, draws follow the kept probabilities, a
-// step and the seed key the draw (also in a captured graph), non-finite
-// logits, and the parameters it refuses.
+// step and the seed key the draw, a row of a batch picks what it picks alone,
+// a captured graph follows the parameters and steps in device memory,
+// non-finite logits, and the arguments it refuses.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/sampling.h"
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -34,6 +36,7 @@ class CudaSampling : public ::testing::Test {
   }
 };
 
+// One row of logits, sampled as a batch of one.
 struct DeviceRow {
   explicit DeviceRow(const std::vector<float>& logits) : n(logits.size()), logits(n), kept(n) {
     this->logits.upload(logits);
@@ -42,27 +45,31 @@ struct DeviceRow {
   DeviceBuffer<float> logits;
   DeviceBuffer<uint8_t> kept;
   DeviceBuffer<int32_t> step{1}, token{1};
+  DeviceBuffer<SamplingParams> params{1};
 
   int32_t sample(const SamplingParams& c, int32_t at_step = 0) {
+    params.upload(std::vector<SamplingParams>{c});
     step.upload(std::vector<int32_t>{at_step});
     FSVD_CUDA_CHECK(cudaMemset(token.data(), 0xff, sizeof(int32_t)));
-    sample_token(logits.data(), n, c, step.data(), token.data(), nullptr);
+    sample_tokens(logits.data(), 1, n, n, params.data(), step.data(), token.data(), nullptr);
     return token.download()[0];
   }
   std::vector<uint8_t> kept_set(const SamplingParams& c) {
+    params.upload(std::vector<SamplingParams>{c});
     FSVD_CUDA_CHECK(cudaMemset(kept.data(), 0xff, kept.bytes()));
-    sample_token(logits.data(), n, c, step.data(), token.data(), nullptr, kept.data());
+    sample_tokens(logits.data(), 1, n, n, params.data(), step.data(), token.data(), nullptr, kept.data());
     return kept.download();
   }
   // One draw for each step in [first, first + count), launched back to back.
   std::vector<int32_t> draws(const SamplingParams& c, int first, int count) {
+    params.upload(std::vector<SamplingParams>{c});
     std::vector<int32_t> steps(count);
     std::iota(steps.begin(), steps.end(), first);
     DeviceBuffer<int32_t> dsteps(count), tokens(count);
     dsteps.upload(steps);
     FSVD_CUDA_CHECK(cudaMemset(tokens.data(), 0xff, tokens.bytes()));
     for (int i = 0; i < count; ++i)
-      sample_token(logits.data(), n, c, dsteps.data() + i, tokens.data() + i, nullptr);
+      sample_tokens(logits.data(), 1, n, n, params.data(), dsteps.data() + i, tokens.data() + i, nullptr);
     return tokens.download();
   }
 };
@@ -166,31 +173,107 @@ TEST_F(CudaSampling, SeedAndStepKeyTheDraw) {
   EXPECT_LT(same, 10) << "another seed should draw other tokens";
 }
 
-TEST_F(CudaSampling, CapturedGraphDrawsAfreshAtEachReplay) {
-  DeviceRow row(random_logits(32000, 301, 1.0f, false));
-  const SamplingParams c{0.9f, 100, 0.95f, 7};
-  const std::vector<int32_t> direct = row.draws(c, 50, 40);
+// Rows of every kind in one launch, each starting at its own alignment
+// (stride n + 2): every row's token and kept set equal those of the row
+// sampled alone, step after step; padding rows (step -1) write nothing.
+TEST_F(CudaSampling, RowsOfABatchPickWhatTheyPickAlone) {
+  constexpr int64_t n = 5003, ld = n + 2;
+  const SamplingParams rows[] = {{},
+                                 {1.0f, 0, 1.0f, 1},
+                                 {0.8f, 40, 0.95f, 2},
+                                 {0.0f, 40, 0.5f, 3},  // greedy whatever else it says
+                                 {1.0f, 0, 0.9f, 4},
+                                 {1.3f, 1, 1.0f, 5},
+                                 {0.7f, 50, 1.0f, 6},
+                                 {2.0f, 700, 0.99f, 7},
+                                 {0.3f, 0, 0.2f, 8}};
+  constexpr int b = sizeof rows / sizeof rows[0];
+  std::vector<float> all(b * ld, 100.0f);  // between rows: a read past n would win
+  for (int r = 0; r < b; ++r) {
+    const std::vector<float> l = random_logits(n, 400 + r, r % 2 ? 2.0f : 0.5f, r % 3 == 0);
+    std::copy(l.begin(), l.end(), all.begin() + r * ld);
+  }
+  DeviceBuffer<float> logits(all.size());
+  logits.upload(all);
+  DeviceBuffer<SamplingParams> params(b);
+  params.upload(std::vector<SamplingParams>(rows, rows + b));
+  DeviceBuffer<int32_t> steps(b), tokens(b), alone(b);
+  DeviceBuffer<uint8_t> kept(b * n), kept_alone(b * n);
+  for (int32_t step = 0; step < 8; ++step) {
+    std::vector<int32_t> s(b);
+    for (int r = 0; r < b; ++r) s[r] = r == 4 || r == 7 ? -1 : 1000 * r + step;
+    steps.upload(s);
+    for (auto* buf : {&tokens, &alone}) FSVD_CUDA_CHECK(cudaMemset(buf->data(), 0xff, buf->bytes()));
+    for (auto* buf : {&kept, &kept_alone}) FSVD_CUDA_CHECK(cudaMemset(buf->data(), 0xff, buf->bytes()));
+    sample_tokens(logits.data(), b, n, ld, params.data(), steps.data(), tokens.data(), nullptr, kept.data());
+    for (int r = 0; r < b; ++r)
+      sample_tokens(logits.data() + r * ld, 1, n, n, params.data() + r, steps.data() + r, alone.data() + r, nullptr,
+                    kept_alone.data() + r * n);
+    const std::vector<int32_t> got = tokens.download();
+    EXPECT_EQ(got, alone.download()) << "step " << step;
+    EXPECT_EQ(kept.download(), kept_alone.download()) << "step " << step;
+    for (int r = 0; r < b; ++r) {
+      if (s[r] < 0) EXPECT_EQ(got[r], -1) << "padding row " << r << " wrote a token";
+      else EXPECT_TRUE(got[r] >= 0 && got[r] < n) << "row " << r << " drew " << got[r];
+    }
+  }
+}
+
+// One capture serves any parameters: the graph reads them, and the steps,
+// from device memory at each replay, and draws what direct launches draw.
+TEST_F(CudaSampling, CapturedGraphFollowsParamsAndStepsInDeviceMemory) {
+  constexpr int b = 3;
+  constexpr int64_t n = 32000;
+  std::vector<float> all;
+  for (int r = 0; r < b; ++r) {
+    const std::vector<float> l = random_logits(n, 301 + r, 1.0f, false);
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  DeviceBuffer<float> logits(all.size());
+  logits.upload(all);
+  DeviceBuffer<SamplingParams> params(b);
+  DeviceBuffer<int32_t> steps(b), tokens(b);
   cudaStream_t stream;
   FSVD_CUDA_CHECK(cudaStreamCreate(&stream));
+  // Each replay's parameters and steps, then the same through direct launches.
+  auto settings = [](int i) {
+    const SamplingParams menu[] = {{}, {0.9f, 100, 0.95f, 7}, {1.0f, 0, 1.0f, 8}, {0.5f, 0, 0.9f, 9}};
+    std::vector<SamplingParams> p(b);
+    std::vector<int32_t> s(b);
+    for (int r = 0; r < b; ++r) {
+      p[r] = menu[(i / 4 + r) % 4];
+      s[r] = (i + r) % 5 == 4 ? -1 : 50 + i;
+    }
+    return std::pair(p, s);
+  };
+  auto run = [&](int i, const std::function<void()>& launch) {
+    const auto [p, s] = settings(i);
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(params.data(), p.data(), params.bytes(), cudaMemcpyHostToDevice, stream));
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(steps.data(), s.data(), steps.bytes(), cudaMemcpyHostToDevice, stream));
+    FSVD_CUDA_CHECK(cudaMemsetAsync(tokens.data(), 0xff, tokens.bytes(), stream));
+    launch();
+    std::vector<int32_t> t(b);
+    FSVD_CUDA_CHECK(cudaMemcpyAsync(t.data(), tokens.data(), tokens.bytes(), cudaMemcpyDeviceToHost, stream));
+    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return t;
+  };
+  auto launch = [&] { sample_tokens(logits.data(), b, n, n, params.data(), steps.data(), tokens.data(), stream); };
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  sample_token(row.logits.data(), row.n, c, row.step.data(), row.token.data(), stream);
+  launch();
   FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  std::vector<int32_t> replayed;
-  for (int32_t step = 50; step < 90; ++step) {
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(row.step.data(), &step, sizeof step, cudaMemcpyHostToDevice, stream));
-    FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    int32_t token = -1;
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(&token, row.token.data(), sizeof token, cudaMemcpyDeviceToHost, stream));
-    FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-    replayed.push_back(token);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 40; ++i) {
+    const std::vector<int32_t> replayed = run(i, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+    EXPECT_EQ(replayed, run(i, launch)) << "replay " << i;
+    seen.insert(replayed.begin(), replayed.end());
   }
+  EXPECT_GT(seen.size(), 20u) << "steps should draw afresh";
   FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
   FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
   FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
-  EXPECT_EQ(replayed, direct);
 }
 
 TEST_F(CudaSampling, NonFiniteLogitsNeverWinUnlessNothingIsFinite) {
@@ -202,25 +285,29 @@ TEST_F(CudaSampling, NonFiniteLogitsNeverWinUnlessNothingIsFinite) {
   EXPECT_EQ(DeviceRow(std::vector<float>{nan, -inf, nan}).sample({1.0f, 5, 1.0f, 0}), 0);
 }
 
-TEST(CudaSamplingArgs, RejectsWhatTheCpuSamplerRejects) {
+// Parameters are checked where they are written (check_sampling_params, as
+// the CPU sampler does); the launch checks its shapes and pointers.
+TEST(CudaSamplingArgs, RejectsBadParamsAndShapes) {
   const SamplingParams bad[] = {
       {-0.1f, 0, 1.0f, 0}, {std::nanf(""), 0, 1.0f, 0}, {1.0f, -1, 1.0f, 0}, {1.0f, 0, 0.0f, 0},
       {1.0f, 0, 1.5f, 0}};
-  float* f = reinterpret_cast<float*>(uintptr_t{256});
-  int32_t* i = reinterpret_cast<int32_t*>(uintptr_t{256});
-  uint8_t* kept = reinterpret_cast<uint8_t*>(uintptr_t{256});
   for (const SamplingParams& c : bad) {
     EXPECT_THROW(Sampler({c.temperature, c.top_k, c.top_p, c.seed}), Error);
     EXPECT_THROW(check_sampling_params(c), Error);
-    EXPECT_THROW(sample_token(f, 10, c, i, i, nullptr), Error);
   }
-  const SamplingParams ok{1.0f, 0, 1.0f, 0};
-  EXPECT_THROW(sample_token(f, 0, ok, i, i, nullptr), Error);
-  EXPECT_THROW(sample_token(f, kMaxSamplingVocab + 1, ok, i, i, nullptr), Error);
-  EXPECT_THROW(sample_token(nullptr, 10, ok, i, i, nullptr), Error);
-  EXPECT_THROW(sample_token(f, 10, ok, i, nullptr, nullptr), Error);
-  EXPECT_THROW(sample_token(f, 10, ok, nullptr, i, nullptr), Error);
-  EXPECT_THROW(sample_token(f, 10, SamplingParams{}, i, i, nullptr, kept), Error);
+  float* f = reinterpret_cast<float*>(uintptr_t{256});
+  int32_t* i = reinterpret_cast<int32_t*>(uintptr_t{256});
+  SamplingParams* p = reinterpret_cast<SamplingParams*>(uintptr_t{256});
+  EXPECT_THROW(sample_tokens(f, 1, 0, 10, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 1, kMaxSamplingVocab + 1, kMaxSamplingVocab + 1, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 0, 10, 10, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, kMaxSamplingRows + 1, 10, 10, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 2, 10, 9, p, i, i, nullptr), Error);  // rows overlap
+  EXPECT_THROW(sample_tokens(reinterpret_cast<float*>(uintptr_t{258}), 1, 10, 10, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(nullptr, 1, 10, 10, p, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 1, 10, 10, nullptr, i, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 1, 10, 10, p, nullptr, i, nullptr), Error);
+  EXPECT_THROW(sample_tokens(f, 1, 10, 10, p, i, nullptr, nullptr), Error);
 }
 
 }  // namespace

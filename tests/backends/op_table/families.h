@@ -11,7 +11,7 @@ void add_norm_cases(Table& t);               // rmsnorm
 void add_token_select_cases(Table& t);       // argmax, publish_token
 void add_elementwise_cases(Table& t);        // add_bias, silu_mul, stage_bf16
 void add_kv_store_cases(Table& t);           // store_row_bf16, rope_store_kv_rows
-void add_sampling_cases(Table& t);           // sample_token
+void add_sampling_cases(Table& t);           // sample_tokens
 void add_gemv_cases(Table& t);               // gemv, gemv_residual, rmsnorm_gemv, gemv_grouped
 void add_gemm_cases(Table& t);               // Gemm::run, Gemm::run_batched
 void add_decode_attention_cases(Table& t);   // decode_attention

@@ -50,7 +50,7 @@ const std::vector<std::string>& cuda_ops() {
       "argmax", "publish_token",                                // token_select.h
       "add_bias", "silu_mul", "stage_bf16",                     // elementwise.h
       "store_row_bf16", "rope_store_kv_rows",                   // kv_store.h
-      "sample_token",                                           // sampling.h
+      "sample_tokens",                                          // sampling.h
       "gemv", "gemv_residual", "rmsnorm_gemv", "gemv_grouped",  // gemv.h
       "Gemm::run", "Gemm::run_batched",                         // gemm.h
       "decode_attention",                                       // decode_attention.h
