@@ -107,7 +107,9 @@ KvPages cuda_pages(int context, const BatchShape& batch) {
 
 cuda::CudaOptions cuda_options(const ModelFlags& flags, const BatchShape& batch) {
   cuda::CudaOptions o = cuda_options(flags);
-  o.max_batch = std::min(batch.max_batch, cuda::kMaxBatch);
+  // Decode steps of more rows than the backend takes run in several.
+  o.max_batch = std::min(batch.max_batch, o.weights == cuda::ElementType::BF16 ? cuda::kMaxDecodeRows
+                                                                                : cuda::gemv_limits::kMaxBatch);
   o.kv_memory = batch.kv_memory;
   return o;
 }

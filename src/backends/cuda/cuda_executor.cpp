@@ -106,8 +106,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   check_supported(c, weights_->source());
-  // Several rows a step run as GEMMs with bf16 weights, as batched GEMVs (at most kMaxBatch) with fp32.
-  const int most = weights_->type() == ElementType::BF16 ? kMaxDecodeRows : kMaxBatch;
+  // Several rows a step run as GEMMs with bf16 weights, as batched GEMVs (at most gemv_limits::kMaxBatch) with fp32.
+  const int most = weights_->type() == ElementType::BF16 ? kMaxDecodeRows : gemv_limits::kMaxBatch;
   check(options.max_batch >= 1 && options.max_batch <= most, kWhere, "max_batch ", options.max_batch,
         " is outside 1..", most, " for ", weights_->type() == ElementType::BF16 ? "bf16" : "fp32", " weights");
   check(pages.block_size == kDefaultBlockSize, kWhere, "blocks of ", pages.block_size, " positions (the kernels take ",
@@ -142,9 +142,12 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
     k_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
     v_cache_ = DeviceBuffer<uint8_t>(cache_bytes);
   }
-  size_t workspace = 0;
+  // One workspace a bucket: the layouts of two plans differ, and each
+  // launch leaves only its own plan's arrival counters at zero.
   for (int b = 1;; b = std::min(2 * b, rows_)) {
-    workspace = std::max(workspace, plan_decode_attention(heads_, context, b).workspace_floats);
+    DeviceBuffer<float>& work = attention_work_[b];
+    work = DeviceBuffer<float>(plan_decode_attention(heads_, context, b).workspace_floats);
+    work.zero();  // decode_attention's arrival counters start at zero
     if (b == rows_) break;
   }
 
@@ -175,8 +178,6 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   k_ = DeviceBuffer<float>(rows * kv_dim);
   v_ = DeviceBuffer<float>(rows * kv_dim);
   att_ = DeviceBuffer<float>(rows * q_dim);
-  attention_work_ = DeviceBuffer<float>(workspace);
-  attention_work_.zero();  // decode_attention's arrival counters start at zero
   rank_ = DeviceBuffer<float>(rows * rank_ld_);
   gate_up_ = DeviceBuffer<float>(rows * gate_up_ld_);
   gate_ = DeviceBuffer<float>(rows * inter_ld_);
@@ -284,7 +285,7 @@ void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
     cache = layer_cache(index);
   }
   decode_attention({qkv[0].p, qkv[1].p, qkv[2].p, qkv[0].ld, qkv[1].ld, qkv[2].ld}, inv_freq_.data(), cache, at,
-                   rows, context_, heads_, attention_work_.data(), attention_work_.size(), att_.data(), stream,
+                   rows, context_, heads_, attention_work_.at(rows).data(), attention_work_.at(rows).size(), att_.data(), stream,
                    options_.pdl);
   linear_residual(l.o, DeviceVec::f32(att_.data(), q_dim), rows, stream);
 
@@ -310,7 +311,7 @@ void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
       embedding_lookup(weights_->embed(), token_.data(), rows, x_.data(), stream);
   } else if (piece <= c.n_layers && gemm) {
     prefill_->decode_layer(piece - 1, rows, layer_cache(piece - 1), {pos_.data(), nullptr, tables_.data(), max_blocks_},
-                           {attention_work_.data(), attention_work_.size(), context_});
+                           {attention_work_.at(rows).data(), attention_work_.at(rows).size(), context_});
   } else if (piece <= c.n_layers) {
     enqueue_layer(piece - 1, rows, stream);
   } else {

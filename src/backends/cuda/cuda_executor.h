@@ -217,7 +217,8 @@ class CudaExecutor : public Executor {
   // Activations of rows_ rows, row strides: hidden, qkv_ld_, q_dim, kv_dim,
   // q_dim, rank_ld_, gate_up_ld_, inter_ld_, inter_ld_, vocab.
   int64_t qkv_ld_ = 0, rank_ld_ = 0, gate_up_ld_ = 0, inter_ld_ = 0;
-  DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, attention_work_, rank_, gate_up_, gate_, up_, logits_;
+  DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, rank_, gate_up_, gate_, up_, logits_;
+  std::map<int, DeviceBuffer<float>> attention_work_;  // decode_attention's, by bucket
 };
 
 }  // namespace fsvd::cuda
