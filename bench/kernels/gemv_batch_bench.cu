@@ -29,8 +29,12 @@
 #include "backends/cuda/event_timer.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
+#include "graph_timing.cuh"
 
 using namespace fsvd::cuda;
+using fsvd::bench::hashed_uniform;
+using fsvd::bench::relative_diff;
+using fsvd::bench::time_per_call;
 
 namespace {
 
@@ -55,47 +59,10 @@ const Shape kShapes[] = {
     {"dense down", 4096, 11008},
 };
 
-// Uniform values in [-1, 1) from a hash of the index: fast, reproducible, never zero-filled.
-__device__ float hashed_uniform(uint64_t i, uint64_t seed) {
-  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f;
-}
-
 template <typename T>
 __global__ void fill(T* p, size_t n, uint64_t seed) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     p[i] = T(hashed_uniform(i, seed));
-}
-
-// Median microseconds per enqueue(i) call, timed as graph replays of `launches` calls.
-double time_per_call(cudaStream_t stream, int launches, const std::function<void(int)>& enqueue) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; ++i) enqueue(i);
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int warm = 0; warm < 2; ++warm) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<double> us;
-  for (int r = 0; r < kRepeats; ++r)
-    us.push_back(1000.0 * elapsed_ms(stream, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }) / launches);
-  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  return us[us.size() / 2];
-}
-
-double relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
-    num += double(a[i] - b[i]) * (a[i] - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / den);
 }
 
 std::string plan_name(const GemvPlan& p) {
@@ -176,14 +143,13 @@ void run_switch(const cudaDeviceProp& prop, cudaStream_t stream) {
       double ours = NAN, ours_pdl = NAN, diff = NAN;
       std::string plan = "-";
       if (ours_ok) {
-        ours = time_per_call(stream, ops.launches(), [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream); });
-        ours_pdl = time_per_call(stream, ops.launches(),
-                                 [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, {0, 0, true}); });
+        ours = time_per_call(stream, ops.launches(), kRepeats, [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream); });
+        ours_pdl = time_per_call(stream, ops.launches(), kRepeats, [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, {0, 0, true}); });
         plan = plan_name(plan_gemv(s.rows, s.cols, b, {0, 0, true}, prop.multiProcessorCount));
       }
       ops.gemm(gemm, 0, b, true, stream);  // cuBLASLt's plan for the problem, made outside the graph
-      const double alone = time_per_call(stream, ops.launches(), [&](int i) { ops.gemm(gemm, i, b, false, stream); });
-      const double staged = time_per_call(stream, ops.launches(), [&](int i) { ops.gemm(gemm, i, b, true, stream); });
+      const double alone = time_per_call(stream, ops.launches(), kRepeats, [&](int i) { ops.gemm(gemm, i, b, false, stream); });
+      const double staged = time_per_call(stream, ops.launches(), kRepeats, [&](int i) { ops.gemm(gemm, i, b, true, stream); });
       if (ours_ok) {
         gemv(ops.w(0), ops.x(), ops.y(), b, stream);
         ops.gemm(gemm, 0, b, true, stream);
@@ -213,7 +179,7 @@ void run_sweep(const cudaDeviceProp& prop, cudaStream_t stream) {
       const GemvConfig pdl{0, 0, true};
       const GemvPlan plan = plan_gemv(s.rows, s.cols, b, pdl, prop.multiProcessorCount);
       const double automatic =
-          time_per_call(stream, ops.launches(), [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, pdl); });
+          time_per_call(stream, ops.launches(), kRepeats, [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, pdl); });
       std::printf("%-22s B=%-2d auto %s %.2f:", s.name, b, plan_name(plan).c_str(), automatic);
       double best = automatic;
       std::string best_name = "auto";
@@ -223,7 +189,7 @@ void run_sweep(const cudaDeviceProp& prop, cudaStream_t stream) {
           const GemvPlan p = plan_gemv(s.rows, s.cols, b, cfg, prop.multiProcessorCount);
           if (p.splits != splits) continue;  // the columns give fewer slices: same as a smaller request
           const double us =
-              time_per_call(stream, ops.launches(), [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, cfg); });
+              time_per_call(stream, ops.launches(), kRepeats, [&](int i) { gemv(ops.w(i), ops.x(), ops.y(), b, stream, cfg); });
           std::printf(" %s %.2f", plan_name(p).c_str(), us);
           if (us < best) best = us, best_name = plan_name(p);
         }
@@ -277,7 +243,7 @@ void run_fused(const cudaDeviceProp& prop, cudaStream_t stream) {
         return x;
       };
       auto part_y = [&](int p) { return DeviceOut{ops.y().data + p * f.shape.rows, f.parts * f.shape.rows}; };
-      const double fused = time_per_call(stream, ops.launches(), [&](int i) {
+      const double fused = time_per_call(stream, ops.launches(), kRepeats, [&](int i) {
         switch (f.form) {
           case Form::Norm: rmsnorm_gemv(ops.w(i), ops.x(), ops.gain(), 1e-5f, ops.y(), b, stream, pdl); break;
           case Form::Silu: gemv(ops.w(i), ops.silu_x(), ops.y(), b, stream, pdl); break;
@@ -290,7 +256,7 @@ void run_fused(const cudaDeviceProp& prop, cudaStream_t stream) {
           }
         }
       });
-      const double plain = time_per_call(stream, ops.launches(), [&](int i) {
+      const double plain = time_per_call(stream, ops.launches(), kRepeats, [&](int i) {
         for (int p = 0; p < f.parts; ++p) gemv(part(i, p), part_x(p), part_y(p), b, stream, pdl);
       });
       std::printf(" | %8.2f %7.2f", fused, plain);

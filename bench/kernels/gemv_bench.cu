@@ -30,8 +30,12 @@
 #include "backends/cuda/device_buffer.h"
 #include "backends/cuda/event_timer.h"
 #include "backends/cuda/gemv.h"
+#include "graph_timing.cuh"
 
 using namespace fsvd::cuda;
+using fsvd::bench::hashed_uniform;
+using fsvd::bench::relative_diff;
+using fsvd::bench::time_per_call;
 
 namespace {
 
@@ -65,15 +69,6 @@ const Shape kShapes[] = {
     {"down second f. +res", 4096, 1492, Kind::Residual},
 };
 
-// Uniform values in [-1, 1) from a hash of the index: fast, reproducible, never zero-filled.
-__device__ float hashed_uniform(uint64_t i, uint64_t seed) {
-  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f;
-}
-
 __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint64_t seed, float scale = 1.0f) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
     p[i] = __float2bfloat16(scale * hashed_uniform(i, seed));
@@ -89,35 +84,7 @@ __global__ void bf16_to_f32(const __nv_bfloat16* in, float* out, size_t n) {
     out[i] = __bfloat162float(in[i]);
 }
 
-// Median microseconds per enqueue() call, timed as graph replays of `launches` calls.
-double time_per_call(cudaStream_t stream, int launches, const std::function<void(int)>& enqueue) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < launches; ++i) enqueue(i);
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  FSVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int warm = 0; warm < 2; ++warm) FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<double> us;
-  for (int r = 0; r < kRepeats; ++r)
-    us.push_back(1000.0 * elapsed_ms(stream, [&] { FSVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); }) / launches);
-  FSVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  FSVD_CUDA_CHECK(cudaGraphDestroy(graph));
-  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
-  return us[us.size() / 2];
-}
-
 double percent_of_peak(double bytes, double us) { return 100.0 * bytes / (us * 1e-6) / kPeakBytesPerSecond; }
-
-double relative_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
-    num += double(a[i] - b[i]) * (a[i] - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / den);
-}
 
 struct Row {
   std::string name, shape, auto_plan, best_plan;
@@ -193,12 +160,12 @@ void run_grouped(const cudaDeviceProp& prop, cudaStream_t stream) {
       const std::vector<GemvGroup> g = groups(copy, y);
       gemv_grouped(g.data(), count, 1, stream, cfg);
     };
-    const double sep = time_per_call(stream, launches, [&](int i) { separate(i, {}, y_alone); });
-    const double sep_pdl = time_per_call(stream, launches, [&](int i) { separate(i, {0, 0, true}, y_alone); });
-    const double grp = time_per_call(stream, launches, [&](int i) { grouped(i, {}); });
-    const double grp_pdl = time_per_call(stream, launches, [&](int i) { grouped(i, {0, 0, true}); });
-    const double grp4 = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0}); });
-    const double grp4_pdl = time_per_call(stream, launches, [&](int i) { grouped(i, {4, 0, true}); });
+    const double sep = time_per_call(stream, launches, kRepeats, [&](int i) { separate(i, {}, y_alone); });
+    const double sep_pdl = time_per_call(stream, launches, kRepeats, [&](int i) { separate(i, {0, 0, true}, y_alone); });
+    const double grp = time_per_call(stream, launches, kRepeats, [&](int i) { grouped(i, {}); });
+    const double grp_pdl = time_per_call(stream, launches, kRepeats, [&](int i) { grouped(i, {0, 0, true}); });
+    const double grp4 = time_per_call(stream, launches, kRepeats, [&](int i) { grouped(i, {4, 0}); });
+    const double grp4_pdl = time_per_call(stream, launches, kRepeats, [&](int i) { grouped(i, {4, 0, true}); });
     const std::vector<GemvGroup> g0 = groups(0, y);
     const GemvPlan plan = plan_gemv_grouped(g0.data(), count, 1, {}, prop.multiProcessorCount);
     const GemvPlan plan4 = plan_gemv_grouped(g0.data(), count, 1, {4, 0}, prop.multiProcessorCount);
@@ -294,7 +261,7 @@ class Chain {
   double us(std::vector<GemvConfig> cfgs) const {
     for (GemvConfig& c : cfgs) c.early_weights = true;
     const int n = static_cast<int>(steps());
-    return n * time_per_call(stream_, kLayers * n, [&](int i) {
+    return n * time_per_call(stream_, kLayers * n, kRepeats, [&](int i) {
       const int s = i % n;
       call(i / n, s, cfgs[s], act_[i % 2].data(), act_[(i + 1) % 2].data());
     });
@@ -465,9 +432,9 @@ int run(bool grouped_only, bool chain_only) {
     r.mb = bytes / 1e6;
     const GemvPlan plan = plan_gemv(s.rows, s.cols, 1, {}, prop.multiProcessorCount);
     r.auto_plan = std::to_string(plan.warps) + "w x " + std::to_string(plan.splits) + "s";
-    r.cublas_us = time_per_call(stream, launches, cublas);
-    r.ours_us = time_per_call(stream, launches, [&](int i) { ours(i, {}); });
-    r.ours_pdl_us = time_per_call(stream, launches, [&](int i) { ours(i, {0, 0, true}); });
+    r.cublas_us = time_per_call(stream, launches, kRepeats, cublas);
+    r.ours_us = time_per_call(stream, launches, kRepeats, [&](int i) { ours(i, {}); });
+    r.ours_pdl_us = time_per_call(stream, launches, kRepeats, [&](int i) { ours(i, {0, 0, true}); });
     {
       // The fp32-weight mode: twice the bytes, as many copies as keep L2 out.
       const int64_t ld32 = (s.cols + 3) / 4 * 4;
@@ -477,7 +444,7 @@ int run(bool grouped_only, bool chain_only) {
       DeviceBuffer<float> w32(per_copy32 * copies32);
       fill_f32<<<1024, 256, 0, stream>>>(w32.data(), w32.size(), 1);
       FSVD_CUDA_CHECK(cudaGetLastError());
-      r.ours_f32w_us = time_per_call(stream, launches32, [&](int i) {
+      r.ours_f32w_us = time_per_call(stream, launches32, kRepeats, [&](int i) {
         run({w32.data() + size_t(i % copies32) * per_copy32, s.rows, s.cols, ld32, ElementType::F32}, {});
       });
     }
@@ -502,7 +469,7 @@ int run(bool grouped_only, bool chain_only) {
         const GemvPlan p = plan_gemv(s.rows, s.cols, 1, {warps, splits}, prop.multiProcessorCount);
         if (std::find(seen.begin(), seen.end(), std::make_pair(warps, p.splits)) != seen.end()) continue;
         seen.emplace_back(warps, p.splits);
-        const double us = time_per_call(stream, launches, [&](int i) { ours(i, {warps, splits}); });
+        const double us = time_per_call(stream, launches, kRepeats, [&](int i) { ours(i, {warps, splits}); });
         std::printf("  %5d %6d %5d %6d %5d %6.2f %6.1f%s\n", warps, p.splits, p.chunk_cols, p.tiles,
                     p.tiles * p.splits, us, percent_of_peak(bytes, us),
                     warps == plan.warps && p.splits == plan.splits ? "  <- auto" : "");
