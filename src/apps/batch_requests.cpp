@@ -121,7 +121,10 @@ nlohmann::json batch_result(size_t index, const nlohmann::json& id, const std::s
           {"text", text},
           {"prompt_tokens", result.prompt_tokens},
           {"completion_tokens", result.tokens.size()},
-          {"finish_reason", finish_reason(result.stop_reason)}};
+          {"finish_reason", finish_reason(result.stop_reason)},
+          {"queue_s", result.queue_seconds},
+          {"first_token_s", result.first_token_seconds},
+          {"total_s", result.total_seconds}};
 }
 
 nlohmann::json batch_error(size_t index, const nlohmann::json& id, const std::string& message) {

@@ -29,7 +29,9 @@ BatchRequest parse_batch_request(std::string_view line, const Tokenizer& tokeniz
 // OpenAI's finish_reason of an engine stop reason: "stop" or "length".
 const char* finish_reason(const std::string& stop_reason);
 
-// {"index", "id", "text", "prompt_tokens", "completion_tokens", "finish_reason"} of a finished request.
+// {"index", "id", "text", "prompt_tokens", "completion_tokens", "finish_reason",
+// "queue_s", "first_token_s", "total_s"} of a finished request (seconds from
+// its submission to admission, to its first token, to its end).
 nlohmann::json batch_result(size_t index, const nlohmann::json& id, const std::string& text,
                             const RequestResult& result);
 // {"index", "id", "error": {"message"}} of a line that could not run.

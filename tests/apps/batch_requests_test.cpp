@@ -109,6 +109,8 @@ TEST(BatchRequests, ResultsCarryOpenAiFinishReasons) {
   EXPECT_EQ(j["text"], "hi");
   EXPECT_EQ(j["completion_tokens"], 2);
   EXPECT_EQ(j["finish_reason"], "stop");
+  r.first_token_seconds = 0.25;
+  EXPECT_EQ(batch_result(3, "q", "hi", r)["first_token_s"], 0.25);
   EXPECT_STREQ(finish_reason("eos"), "stop");
   EXPECT_STREQ(finish_reason("length"), "length");
   EXPECT_STREQ(finish_reason("context"), "length");
