@@ -9,6 +9,10 @@
 #             and attention reads the whole preallocated cache under a causal
 #             mask, so every shape is static and the step can be captured by
 #             torch.compile (gpt-fast's design).
+# Both take a batch: tokens [B, T], caches [B, kv_heads, max_len, head_dim],
+# every row at the same positions (one shared position, the best case for a
+# static cache: one mask row and one index_copy_ position serve all rows).
+# B = 1 is the same code with a batch dimension of one.
 import torch
 import torch.nn.functional as F
 
@@ -28,21 +32,21 @@ def rmsnorm(x, w, eps):
 
 
 def rope(x, cos, sin):
-    # rotate_half pairs (i, i + head_dim/2), in fp32. x: [1, heads, T, hd]; cos, sin: [T, hd/2].
+    # rotate_half pairs (i, i + head_dim/2), in fp32. x: [B, heads, T, hd]; cos, sin: [T, hd/2].
     xf = x.float()
     a, b = xf.chunk(2, dim=-1)
     return torch.cat((a * cos - b * sin, b * cos + a * sin), dim=-1).to(x.dtype)
 
 
 class Decoder(torch.nn.Module):
-    def __init__(self, model: native.NativeModel, max_len: int, cache: str):
+    def __init__(self, model: native.NativeModel, max_len: int, cache: str, batch: int = 1):
         super().__init__()
         assert cache in ("prefix", "masked")
         self.m, self.c, self.cache = model, model.config, cache
         c, dev, dt = self.c, model.embed.device, model.embed.dtype
         self.gqa = c["kv_heads"] != c["heads"]
         self.inv_freq = native.rope_inv_freq(c, dev)
-        shape = (1, c["kv_heads"], max_len, c["head_dim"])
+        shape = (batch, c["kv_heads"], max_len, c["head_dim"])
         self.k_cache = [torch.zeros(shape, device=dev, dtype=dt) for _ in model.layers]
         self.v_cache = [torch.zeros(shape, device=dev, dtype=dt) for _ in model.layers]
         if cache == "masked":
@@ -62,21 +66,22 @@ class Decoder(torch.nn.Module):
                                               enable_gqa=self.gqa)
 
     def forward(self, tokens, pos):
-        """Logits [vocab] of the last of `tokens` ([T] ids) at positions pos.. (int, or [T] tensor)."""
+        """Logits [B, vocab] of the last of `tokens` ([B, T] ids), every row at
+        positions pos.. (int, or [T] tensor)."""
         c, eps, hd = self.c, self.c["rms_eps"], self.c["head_dim"]
-        T = tokens.shape[0]
+        B, T = tokens.shape
         positions = pos if torch.is_tensor(pos) else torch.arange(pos, pos + T, device=tokens.device)
         angles = positions.float()[:, None] * self.inv_freq[None, :]
         cos, sin = angles.cos(), angles.sin()
-        x = F.embedding(tokens, self.m.embed)[None]  # [1, T, hidden]
+        x = F.embedding(tokens, self.m.embed)  # [B, T, hidden]
         for i, layer in enumerate(self.m.layers):
             L = layer.linears
             h = rmsnorm(x, layer.attn_norm, eps)
-            q = linear(h, L["q"]).view(1, T, c["heads"], hd).transpose(1, 2)
-            k = linear(h, L["k"]).view(1, T, c["kv_heads"], hd).transpose(1, 2)
-            v = linear(h, L["v"]).view(1, T, c["kv_heads"], hd).transpose(1, 2)
+            q = linear(h, L["q"]).view(B, T, c["heads"], hd).transpose(1, 2)
+            k = linear(h, L["k"]).view(B, T, c["kv_heads"], hd).transpose(1, 2)
+            v = linear(h, L["v"]).view(B, T, c["kv_heads"], hd).transpose(1, 2)
             a = self.attention(i, rope(q, cos, sin), rope(k, cos, sin), v, pos)
-            x = x + linear(a.transpose(1, 2).reshape(1, T, c["heads"] * hd), L["o"])
+            x = x + linear(a.transpose(1, 2).reshape(B, T, c["heads"] * hd), L["o"])
             h = rmsnorm(x, layer.mlp_norm, eps)
             x = x + linear(F.silu(linear(h, L["gate"])) * linear(h, L["up"]), L["down"])
-        return linear(rmsnorm(x[0, -1], self.m.final_norm, eps), self.m.lm_head)
+        return linear(rmsnorm(x[:, -1], self.m.final_norm, eps), self.m.lm_head)

@@ -4,7 +4,11 @@
 # fixed shapes and addresses; torch.compile(mode="reduce-overhead",
 # fullgraph=True) fuses it and replays it as one CUDA graph per token, greedy
 # argmax included. Prefill runs uncompiled, as in gpt-fast by default.
-#   python3 bench/peers/gpt_fast.py --model DIR --settings 512/32
+# With --batch B the B sequences are B copies of the prompt, all at one
+# position (its best case: one mask row, one index_copy_ position for all),
+# prefilled in one forward; each decode step is one graph replay for all B,
+# argmax per row.
+#   python3 bench/peers/gpt_fast.py --model DIR --settings 512/32 --batch 1,8,32,64
 import dataclasses
 
 import torch
@@ -27,20 +31,20 @@ def mark_static(model, dec):
 
 
 def decode_one(dec, token, input_pos):
-    return dec(token, input_pos).argmax()[None]
+    return dec(token[:, None], input_pos).argmax(-1)  # token: [B]
 
 
 @torch.inference_mode()
-def run(model, prompt, gen, args):
+def run(model, prompt, gen, batch, args):
     T, device = len(prompt), model.embed.device
     torch._dynamo.reset()  # a new cache size: compile afresh rather than go dynamic
-    dec = decoder.Decoder(model, T + gen, cache="masked")
+    dec = decoder.Decoder(model, T + gen, cache="masked", batch=batch)
     mark_static(model, dec)
     compiled = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True, dynamic=False)
     input_pos = torch.zeros(1, dtype=torch.long, device=device)
 
     def prefill(tokens):
-        return dec(tokens, torch.arange(T, device=device)).argmax()[None]
+        return dec(tokens, torch.arange(T, device=device)).argmax(-1)
 
     def step(token, i):
         if i == 0:
@@ -49,7 +53,7 @@ def run(model, prompt, gen, args):
             input_pos.add_(1)  # on the device, like gpt-fast: no host round trip
         return compiled(dec, token, input_pos).clone()  # the graph's output buffer is reused
 
-    return harness.timed_decoder_run(prefill, step, prompt, gen, args.repeat, device)
+    return harness.timed_decoder_run(prefill, step, prompt, gen, batch, args.repeat, device)
 
 
 @torch.inference_mode()
@@ -57,7 +61,7 @@ def logits(model, tokens):
     """Logits [vocab] of the last of `tokens` ([T] ids): one prefill, eager (the
     compiled step runs the same math)."""
     T = len(tokens)
-    return decoder.Decoder(model, T, cache="masked")(tokens, torch.arange(T, device=tokens.device))
+    return decoder.Decoder(model, T, cache="masked")(tokens[None], torch.arange(T, device=tokens.device))[0]
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 # LlamaConfig (nothing downloaded); each low-rank linear becomes
 # nn.Sequential(Linear(in, r, bias=False), Linear(r, out)), and the native
 # tensors are assigned as its parameters (no copies). generate() runs eager
-# unless --hf-compile lets it auto-compile the static-cache forward.
+# unless --hf-compile lets it auto-compile the static-cache forward. With
+# --batch B, generate() gets B copies of the prompt (a [B, T] batch, no
+# padding) and each step decodes one token per row.
 #   python3 bench/peers/hf_static.py --model DIR --settings 512/32
 import torch
 import transformers
@@ -80,10 +82,10 @@ class StepClock(LogitsProcessor):
 
 
 @torch.inference_mode()
-def run(model, prompt, gen, args):
+def run(model, prompt, gen, batch, args):
     device = model.embed.device
     hf = hf_model(model)
-    ids = torch.tensor([prompt], device=device)
+    ids = torch.tensor([prompt] * batch, device=device)
 
     def generate(new_tokens):
         clock = StepClock(device)
@@ -91,7 +93,7 @@ def run(model, prompt, gen, args):
         out = hf.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
                           cache_implementation="static", disable_compile=not args.hf_compile,
                           logits_processor=LogitsProcessorList([clock]), attention_mask=torch.ones_like(ids))
-        return out[0, ids.shape[1]:], t0, clock.times, harness.clock(device)
+        return out[:, ids.shape[1]:], t0, clock.times, harness.clock(device)
 
     generate(1 + harness.WARMUP_STEPS)  # warm-up
     best = float("inf")
@@ -103,7 +105,8 @@ def run(model, prompt, gen, args):
     first = (times[1] - times[0]) * 1e3
     return {"prefill_ms": best * 1e3, "first_decode_ms": first,
             "decode_ms_per_token": (t_end - times[1]) * 1e3 / (gen - 1) if gen > 1 else first,
-            "tokens": tokens[:harness.REPORTED_TOKENS].tolist(), "hf_compile": args.hf_compile,
+            "tokens": tokens[0, :harness.REPORTED_TOKENS].tolist(), "rows_agree": bool((tokens == tokens[:1]).all()),
+            "hf_compile": args.hf_compile,
             "transformers": transformers.__version__}
 
 

@@ -11,6 +11,24 @@
 #
 #   python3 bench/peers/run_suite.py --flashsvd build-peers/gpu-bundle/flashsvd --out $OUT --quick
 #   python3 bench/peers/run_suite.py --flashsvd ... --out ... --settings 2048/128,4096/128 --budget-s 500
+#
+# Many sequences per step (--batch): `flashsvd bench --batch` (sequence b's
+# prompt is the prompt + b tokens, each sequence at its own position) against
+# every peer decoding B copies of the prompt at one shared position (their
+# best case); table.md has aggregate decode tokens/s per model and B, with
+# flashsvd's over the fastest peer's, and checks each peer's sequence-0 tokens
+# against flashsvd's sequence 0 (the only pair with equal prompts). On the GPU
+# machine, one call per model (gpt-fast and HF compile afresh for every B;
+# the time a call takes is unmeasured: if one runs past a device call's
+# limit, split --batch over two calls):
+#   python3 bench/peers/run_suite.py --flashsvd build/gpu-bundle/flashsvd --work /dev/shm/flashsvd-peers \
+#       --hf-compile --ratios 0.5 --settings 512/32 --batch 1,8,32,64 --out $OUT/batch-0.5
+#   python3 bench/peers/run_suite.py --flashsvd build/gpu-bundle/flashsvd --work /dev/shm/flashsvd-peers \
+#       --hf-compile --ratios 1.0 --settings 512/32 --batch 1,8,32,64 --out $OUT/batch-1.0
+# A CPU smoke test of the same path (tiny model, fp32; gpt-fast's compilation
+# takes minutes per B there):
+#   python3 bench/peers/run_suite.py --flashsvd build/flashsvd --synthetic smollm2-135m --device cpu \
+#       --dtype fp32 --ratios 0.5 --settings 16/6 --batch 1,2,4 --out /tmp/peers-smoke
 import argparse
 import json
 import os
@@ -45,6 +63,8 @@ def arguments():
     p.add_argument("--settings", default="512/32,2048/128,4096/128,8192/128", help="prompt/gen pairs")
     p.add_argument("--quick", action="store_true", help="only 512/32")
     p.add_argument("--peers", default=",".join(harness.PEERS))
+    p.add_argument("--batch", help="batch sizes, comma-separated: instead of single-sequence decode, decode "
+                   "B sequences per step (flashsvd bench --batch, harness.py --batch) and table tokens/s per B")
     p.add_argument("--work", default="/tmp/flashsvd-peers", help="where the exported models go")
     p.add_argument("--device", default="cuda")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp32"))
@@ -119,8 +139,13 @@ def fmt(x, digits=2):
     return "–" if x is None else f"{x:.{digits}f}"
 
 
-def table(results, peers):
-    """Markdown: decode and prefill of flashsvd and each peer, with flashsvd's speedup (peer time / ours)."""
+def setting_cells(r):
+    """A result's model and setting, and its batch size in a --batch run."""
+    return [r["model"], f"{r['prompt']}/{r['gen']}"] + ([str(r["batch"])] if "batch" in r else [])
+
+
+def speed_table(results, peers):
+    """Decode and prefill of flashsvd and each peer, with flashsvd's speedup (peer time / ours)."""
     lines = []
     for metric, title in (("decode_ms_per_token", "Decode ms/token"), ("prefill_ms", "Prefill ms")):
         head = f"| model | prompt/gen | flashsvd |" + "".join(f" {PEER_NAMES[p]} | × |" for p in peers)
@@ -128,22 +153,48 @@ def table(results, peers):
                   "|" + "---|" * (3 + 2 * len(peers))]
         for r in results:
             ours = r["flashsvd"][metric] if r.get("flashsvd") else None
-            cells = [r["model"], f"{r['prompt']}/{r['gen']}", fmt(ours, 3 if "decode" in metric else 2)]
+            cells = setting_cells(r) + [fmt(ours, 3 if "decode" in metric else 2)]
             for p in peers:
                 theirs = r["peers"].get(p, {}).get(metric)
                 cells += [fmt(theirs, 3 if "decode" in metric else 2),
                           f"{theirs / ours:.2f}x" if theirs and ours else "–"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    return lines
+
+
+def batch_table(results, peers):
+    """Aggregate decode tokens/s at each batch size, and flashsvd's over the fastest peer's."""
+    lines = ["**Decode tokens/s, B sequences per step** (flashsvd bench --batch: sequence b's prompt is the "
+             "prompt + b tokens, every sequence at its own position; peers: B copies of the prompt, all at one "
+             "position, their best case; ×: flashsvd / the fastest peer on the same model)", "",
+             "| model | prompt/gen | B | flashsvd |" + "".join(f" {PEER_NAMES[p]} |" for p in peers) + " × |",
+             "|" + "---|" * (5 + len(peers))]
+    for r in results:
+        ours = r["flashsvd"]["decode_tokens_per_s"]
+        theirs = [r["peers"].get(p, {}).get("decode_tokens_per_s") for p in peers]
+        best = max(filter(None, theirs), default=None)
+        cells = setting_cells(r) + [fmt(ours, 0)] + [fmt(t, 0) for t in theirs]
+        cells.append(f"{ours / best:.2f}x" if best else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def table(results, peers, batched=False):
+    """Markdown: the speed table (batch_table in a --batch run), then the greedy tokens' check."""
+    lines = batch_table(results, peers) if batched else speed_table(results, peers)
     lines += ["**Greedy tokens** (leading tokens equal to flashsvd's, of 16; ✓: at least "
               f"{MUST_MATCH}; ≈: fewer, but where it parts the two tokens' fp32 logits differ by less than "
               f"{NEAR_TIE_ERRORS}x flashsvd's bf16 logit error, a bf16 near-tie; shown: that fp32 gap "
               "(positive: flashsvd's token scores higher), flashsvd's bf16 error and the peer's own logits' error "
-              "against that fp32 reference, over the logits' RMS)", "",
-              "| model | prompt/gen | " + " | ".join(PEER_NAMES[p] for p in peers) + " |",
-              "|" + "---|" * (2 + len(peers))]
+              "against that fp32 reference, over the logits' RMS"
+              + ("; with B sequences: sequence 0's, whose prompt is the same in flashsvd and the peers; "
+                 "rows differ: not all of a peer's B equal sequences generated the same tokens" if batched else "")
+              + ")", "",
+              "| model | prompt/gen | " + ("B | " if batched else "") + " | ".join(PEER_NAMES[p] for p in peers) + " |",
+              "|" + "---|" * (2 + batched + len(peers))]
     for r in results:
-        cells = [r["model"], f"{r['prompt']}/{r['gen']}"]
+        cells = setting_cells(r)
         for p in peers:
             m = r["matches"].get(p)
             if m is None:
@@ -153,9 +204,22 @@ def table(results, peers):
             mark = "✓" if m["ok"] else "≈" if m.get("near_tie") else "✗"
             gap = (f" (fp32 gap {d['fp32_gap_over_rms']:.3f}, bf16 error {d['bf16_error_over_rms']:.3f}, "
                    f"peer error {d['peer_error_over_rms']:.3f})" if d and not m["ok"] else "")
-            cells.append(f"{m['length']}/{m['of']} {mark}{gap}")
+            rows = "" if r["peers"][p].get("rows_agree", True) else " rows differ"
+            cells.append(f"{m['length']}/{m['of']} {mark}{gap}{rows}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def check_tokens(a, env, model_dir, r, row, log):
+    """How far a peer's greedy tokens (row) agree with flashsvd's (r); where short, why (divergence)."""
+    n = match_length(r["flashsvd"]["tokens"], row["tokens"])
+    of = min(len(r["flashsvd"]["tokens"]), len(row["tokens"]))
+    m = {"length": n, "of": of, "ok": n >= min(MUST_MATCH, of)}
+    if not m["ok"]:
+        m["divergence"] = divergence(a, env, model_dir, r["prompt"], r["flashsvd"]["tokens"], row["peer"],
+                                     row["tokens"], log)
+        m["near_tie"] = m["divergence"]["near_tie"]
+    return m
 
 
 def main():
@@ -175,7 +239,7 @@ def main():
             json.dump({"settings": a.__dict__, "results": results, "skipped": skipped,
                        "elapsed_s": time.perf_counter() - start}, f, indent=1)
         with open(os.path.join(a.out, "table.md"), "w") as f:
-            f.write(table(results, peers))
+            f.write(table(results, peers, bool(a.batch)))
 
     dirs = {}
     longest = 0.0  # seconds of the longest step so far
@@ -197,36 +261,31 @@ def main():
                 print(f"skipped {step}: it would end past --budget-s", file=sys.stderr, flush=True)
                 continue
             step_start = time.perf_counter()
-            r = {"model": label, "ratio": ratio, "prompt": prompt, "gen": gen,
-                 "peers": {}, "matches": {}}
             bench = json.loads(run([a.flashsvd, "bench", "--synthetic", a.synthetic, "--ratio", str(ratio),
-                                    "--rank-spread", str(a.rank_spread), "--prompt", str(prompt), "--gen", str(gen), "--repeat", str(a.repeat),
+                                    "--rank-spread", str(a.rank_spread), "--prompt", str(prompt), "--gen", str(gen),
                                     "--device", a.device, "--precision", "fp32" if a.dtype == "fp32" else "bf16",
-                                    "--json"], log, env))
-            r["flashsvd"] = bench[0]
-            results.append(r)
+                                    "--json"] + (["--batch", a.batch] if a.batch else ["--repeat", str(a.repeat)]),
+                                   log, env))
+            # One result per flashsvd row: the single sequence's, or one per batch size.
+            new = [{"model": label, "ratio": ratio, "prompt": prompt, "gen": gen, "peers": {}, "matches": {},
+                   "flashsvd": row} | ({"batch": row["batch"]} if a.batch else {}) for row in bench]
+            results.extend(new)
             save()
             rows = json.loads(run([sys.executable, os.path.join(HERE, "harness.py"), "--model", dirs[ratio],
                                    "--peers", ",".join(peers), "--settings", f"{prompt}/{gen}", "--device", a.device,
-                                   "--dtype", a.dtype, "--repeat", str(a.repeat)]
+                                   "--dtype", a.dtype, "--repeat", str(a.repeat), "--batch", a.batch or "1"]
                                   + (["--hf-compile"] if a.hf_compile else []), log))
+            by_batch = {r.get("batch", 1): r for r in new}
             for row in rows:
+                r = by_batch[row["batch"]]
                 r["peers"][row["peer"]] = row
-                if "error" in row:
-                    continue
-                n = match_length(r["flashsvd"]["tokens"], row["tokens"])
-                of = min(len(r["flashsvd"]["tokens"]), len(row["tokens"]))
-                m = {"length": n, "of": of, "ok": n >= min(MUST_MATCH, of)}
-                if not m["ok"]:
-                    m["divergence"] = divergence(a, env, dirs[ratio], prompt, r["flashsvd"]["tokens"], row["peer"],
-                                                 row["tokens"], log)
-                    m["near_tie"] = m["divergence"]["near_tie"]
-                r["matches"][row["peer"]] = m
+                if "error" not in row:
+                    r["matches"][row["peer"]] = check_tokens(a, env, dirs[ratio], r, row, log)
             save()
             longest = max(longest, time.perf_counter() - step_start)
-            print(table([r], peers), file=sys.stderr, flush=True)
+            print(table(new, peers, bool(a.batch)), file=sys.stderr, flush=True)
     print(f"done in {time.perf_counter() - start:.0f} s; {len(skipped)} steps skipped", file=sys.stderr)
-    sys.stdout.write(table(results, peers))
+    sys.stdout.write(table(results, peers, bool(a.batch)))
 
 
 if __name__ == "__main__":
