@@ -111,7 +111,7 @@ nlohmann::json run_one(Executor& ex, int prompt, int gen, int repeat) {
 // first apart: it may capture graphs).
 nlohmann::json run_batch(Executor& ex, int batch, int prompt, int gen) {
   const KvPages pages = ex.kv_pages();
-  const int per_seq = static_cast<int>((int64_t{prompt} + batch + gen + pages.block_size - 1) / pages.block_size);
+  const int per_seq = static_cast<int>(pages.blocks_for(int64_t{prompt} + batch + gen));
   std::vector<std::vector<int32_t>> tokens(batch), blocks(batch);
   for (int b = 0; b < batch; ++b) {
     tokens[b] = prompt_tokens(prompt + b, ex.vocab_size());

@@ -90,19 +90,15 @@ KvPages cpu_pages(int context, const BatchShape& batch) {
   constexpr int64_t kDefaultPositions = int64_t{1} << 15;
   int64_t positions = batch.cache_positions;
   if (positions < 0) positions = std::min<int64_t>(int64_t{context} * batch.max_batch, kDefaultPositions);
-  KvPages p;
-  p.blocks = static_cast<int>((std::max<int64_t>(context, positions) + p.block_size - 1) / p.block_size);
-  return p;
+  return KvPages::holding(std::max<int64_t>(context, positions));
 }
 
 #ifdef FLASHSVD_CUDA
 // The GPU cache: one sequence's, the positions asked for, or (blocks 0) a
 // share of the free memory.
 KvPages cuda_pages(int context, const BatchShape& batch) {
-  KvPages p;
   const int64_t positions = batch.cache_positions == 0 ? context : batch.cache_positions;
-  if (positions >= 0) p.blocks = static_cast<int>((std::max<int64_t>(context, positions) + p.block_size - 1) / p.block_size);
-  return p;
+  return positions < 0 ? KvPages{} : KvPages::holding(std::max<int64_t>(context, positions));
 }
 
 cuda::CudaOptions cuda_options(const ModelFlags& flags, const BatchShape& batch) {

@@ -29,7 +29,7 @@ int64_t check_step_request(const std::string& where, std::span<const SeqSlice> b
     check(n > 0, where, "sequence ", s, " has no tokens to run");
     check(q.pos >= 0 && q.pos + n <= context, where, "sequence ", s, ": ", n, " tokens at position ", q.pos,
           " exceed the context size ", context);
-    const int64_t need = (q.pos + n + pages.block_size - 1) / pages.block_size;
+    const int64_t need = pages.blocks_for(q.pos + n);
     check(static_cast<int64_t>(q.blocks.size()) >= need, where, "sequence ", s, " has ", q.blocks.size(),
           " blocks, positions up to ", q.pos + n, " need ", need);
     for (int64_t b = 0; b < need; ++b) {
@@ -48,11 +48,7 @@ int64_t check_step_request(const std::string& where, std::span<const SeqSlice> b
   return rows;
 }
 
-KvPages Executor::kv_pages() const {
-  KvPages p;
-  p.blocks = (context_size() + p.block_size - 1) / p.block_size;
-  return p;
-}
+KvPages Executor::kv_pages() const { return KvPages::holding(context_size()); }
 
 void Executor::step(std::span<const SeqSlice>, std::vector<float>&) {
   fail("Executor::step", "this backend runs one sequence at a time so far");

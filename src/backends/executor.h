@@ -31,6 +31,14 @@ struct KvPages {
   int block_size = 16;
   int blocks = 0;
   int64_t positions() const { return int64_t{block_size} * blocks; }
+  // Blocks that hold `n` positions.
+  int64_t blocks_for(int64_t n) const { return (n + block_size - 1) / block_size; }
+  // The fewest default-size blocks that hold `n` positions.
+  static KvPages holding(int64_t n) {
+    KvPages p;
+    p.blocks = static_cast<int>(p.blocks_for(n));
+    return p;
+  }
 };
 
 // What a step returns for one sequence: nothing (a prompt chunk before its

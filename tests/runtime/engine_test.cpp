@@ -120,7 +120,9 @@ TEST_P(EngineTest, EveryRequestGetsWhatItGetsAlone) {
   EXPECT_EQ(st.waiting, 0);
   EXPECT_EQ(st.used_blocks, 0);
   EXPECT_EQ(st.preemptions, preempted);
-  if (config.blocks < 40) EXPECT_GT(preempted, 0) << "the small cache should have forced preemptions";
+  if (config.blocks < 40) {
+    EXPECT_GT(preempted, 0) << "the small cache should have forced preemptions";
+  }
   std::fprintf(stderr, "%s: %lld steps, %d preemptions\n", config.name, static_cast<long long>(st.steps), preempted);
 }
 
@@ -195,7 +197,9 @@ TEST(Engine, ASequenceThatFillsItsContextEndsWithContext) {
   engine.run();
   EXPECT_EQ(result.stop_reason, st.stop_reason);
   EXPECT_EQ(static_cast<int>(result.tokens.size()), st.generated_tokens);
-  if (st.stop_reason == "context") EXPECT_EQ(result.tokens.size(), 3u);  // positions 10 and 11, then one more sampled
+  if (st.stop_reason == "context") {
+    EXPECT_EQ(result.tokens.size(), 3u);  // positions 10 and 11, then one more sampled
+  }
 }
 
 TEST(Engine, CancelledRequestsEndAtTheNextStepAndFreeTheirBlocks) {

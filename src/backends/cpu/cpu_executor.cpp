@@ -13,15 +13,8 @@
 
 namespace fsvd {
 
-static KvPages pages_for(int context) {
-  check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
-  KvPages p;
-  p.blocks = static_cast<int>((int64_t{context} + p.block_size - 1) / p.block_size);
-  return p;
-}
-
 CpuExecutor::CpuExecutor(const Model& model, int context, int threads)
-    : CpuExecutor(model, pages_for(context), context, threads) {}
+    : CpuExecutor(model, KvPages::holding(context), context, threads) {}
 
 CpuExecutor::CpuExecutor(const Model& model, KvPages pages, int context, int threads)
     : model_(model),
