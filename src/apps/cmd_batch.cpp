@@ -81,7 +81,6 @@ void run(const ModelFlags& mf, const BatchFlags& f) {
   size_t lines = 0, errors = 0, finished = 0;
   int64_t prompt_tokens = 0, generated = 0;
   std::map<size_t, std::string> texts;
-  std::map<size_t, nlohmann::json> ids;
   BatchRequest next;  // parsed, waiting for room in the queue
   size_t next_index = 0;
   bool have_next = false, eof = false;
@@ -119,23 +118,19 @@ void run(const ModelFlags& mf, const BatchFlags& f) {
       r.options = next.options;
       const size_t index = next_index;
       r.on_text = [&texts, index](std::string_view t) { texts[index] += t; };
-      r.on_done = [&, index](const RequestResult& res) {
-        writer.put(index, batch_result(index, ids[index], texts[index], res));
+      r.on_done = [&, index, id = next.id](const RequestResult& res) {
+        writer.put(index, batch_result(index, id, texts[index], res));
         texts.erase(index);
-        ids.erase(index);
         ++finished;
         prompt_tokens += res.prompt_tokens;
         generated += static_cast<int64_t>(res.tokens.size());
       };
       try {
-        ids[index] = next.id;
         engine.submit(std::move(r));
         have_next = false;
       } catch (const QueueFull&) {
-        ids.erase(index);
         break;  // submitted once the engine has made room
       } catch (const Error& e) {
-        ids.erase(index);
         ++errors;
         writer.put(index, batch_error(index, next.id, e.what()));
         have_next = false;
