@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-int32_t argmax(const std::vector<float>& logits) {
+int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
@@ -128,10 +129,8 @@ nlohmann::json run_batch(Executor& ex, int batch, int prompt, int gen) {
     } else {
       ex.step(slices, logits);
       next.resize(slices.size());
-      for (size_t i = 0; i < slices.size(); ++i) {
-        const auto row = logits.begin() + static_cast<int64_t>(i) * ex.vocab_size();
-        next[i] = static_cast<int32_t>(std::max_element(row, row + ex.vocab_size()) - row);
-      }
+      const size_t vocab = static_cast<size_t>(ex.vocab_size());
+      for (size_t i = 0; i < slices.size(); ++i) next[i] = argmax(std::span(logits).subspan(i * vocab, vocab));
     }
     for (size_t i = 0; i < seqs.size(); ++i) tokens[seqs[i]].push_back(next[i]);
   };
