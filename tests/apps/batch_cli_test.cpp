@@ -120,6 +120,29 @@ TEST(BatchCli, DefaultModelChatMatchesGenerate) {
     EXPECT_EQ(results[i]["text"], generate_text(flags, good[i], "--chat")) << good[i].prompt;
 }
 
+// bench --batch: sequence 0 (the same prompt as the one-sequence bench)
+// decodes the same greedy tokens however many sequences share its steps.
+TEST(BatchCli, BenchBatchDecodesWhatTheOneSequenceBenchDoes) {
+  const std::string model = testing::shared_data("models/stories260K/stories260K.bin");
+  if (model.empty()) GTEST_SKIP() << "stories260K not found";
+  const std::string flags = "bench --device cpu -m " + model + " --prompt 40 --gen 12 --json";
+  const testing::CliResult one = run_cli(flags);
+  const testing::CliResult many = run_cli(flags + " --batch 1,3,5");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  const json want = json::parse(one.out)[0]["tokens"];
+  const json rows = json::parse(many.out);
+  ASSERT_EQ(rows.size(), 3u);
+  const int batches[] = {1, 3, 5};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["batch"], batches[i]);
+    EXPECT_GT(rows[i]["decode_tokens_per_s"].get<double>(), 0);
+    const json& got = rows[i]["tokens"];
+    ASSERT_EQ(got.size(), 12u);
+    for (size_t t = 0; t < got.size(); ++t) EXPECT_EQ(got[t], want[t]) << "batch " << rows[i]["batch"] << " token " << t;
+  }
+}
+
 TEST(BatchCli, UnreadableInputIsAClearError) {
   const testing::CliResult r = run_cli("batch -m x --input /nonexistent/requests.jsonl");
   EXPECT_EQ(r.exit_code, 1);
