@@ -13,6 +13,13 @@ else
 fi
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
+# The server end to end: the official openai client (and raw sockets) against `flashsvd serve`.
+if python3 -m venv build/pyenv >&2 && build/pyenv/bin/pip install -q -r tests/server/requirements.txt >&2; then
+  build/pyenv/bin/python -m pytest tests/server -q -p no:cacheprovider >&2
+else
+  echo "note: could not install tests/server/requirements.txt (offline?); the server's client tests did not run" >&2
+fi
+
 # Fuzz targets: everything instrumented (ASan + UBSan + libFuzzer), CUDA off.
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHSVD_FUZZ=ON >&2
 targets=$(cd fuzz && ls *.cpp | sed 's/\.cpp$//')

@@ -26,9 +26,6 @@ struct BatchRequest {
 // values out of range.
 BatchRequest parse_batch_request(std::string_view line, const Tokenizer& tokenizer, const GenerateOptions& defaults);
 
-// OpenAI's finish_reason of an engine stop reason: "stop" or "length".
-const char* finish_reason(const std::string& stop_reason);
-
 // {"index", "id", "text", "prompt_tokens", "completion_tokens", "finish_reason",
 // "queue_s", "first_token_s", "total_s"} of a finished request (seconds from
 // its submission to admission, to its first token, to its end).

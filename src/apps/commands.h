@@ -14,5 +14,6 @@ void add_logits_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_compress_command(CLI::App& app);
 void add_ppl_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace fsvd

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   fsvd::add_pull_command(app);
   fsvd::add_compress_command(app);
   fsvd::add_ppl_command(app);
+  fsvd::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,7 +9,7 @@ namespace fsvd {
 Completion::Completion(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
                        const GenerateOptions& options)
     : max_new_tokens_(options.max_new_tokens),
-      stop_ids_(tokenizer.stop_ids()),
+      stop_ids_(options.ignore_eos ? std::vector<int32_t>{} : tokenizer.stop_ids()),
       stream_(tokenizer),
       stop_text_(options.stop_strings) {
   check(options.max_new_tokens >= 0, "generate", "max_new_tokens must be >= 0, got ", options.max_new_tokens);

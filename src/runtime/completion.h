@@ -20,6 +20,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop_strings;  // text is cut before the first one
   std::vector<int32_t> stop_ids;          // in addition to tokenizer.stop_ids()
+  bool ignore_eos = false;                // tokenizer.stop_ids() do not stop it (fixed-length runs)
 };
 
 // Text pieces in order; their concatenation is the generated text.

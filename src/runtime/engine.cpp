@@ -57,6 +57,10 @@ uint64_t Engine::submit(Request request) {
   for (int32_t t : request.prompt)
     check(t >= 0 && t < executor_.vocab_size(), where, "token id ", t, " is outside the vocabulary [0, ",
           executor_.vocab_size(), ")");
+  for (int n : {request.logprobs, request.prompt_logprobs})
+    check(n >= -1 && n <= kMaxTopLogprobs, where, "top log-probabilities must be in [0, ", kMaxTopLogprobs, "], got ", n);
+  check((request.logprobs < 0 && request.prompt_logprobs < 0) || !executor_.samples_on_device(), where,
+        "log-probabilities are not available on this backend (it samples on the device)");
   std::lock_guard lock(mutex_);
   if (static_cast<int>(waiting_.size()) >= options_.max_queue)
     throw QueueFull(where, "the queue is full (" + std::to_string(options_.max_queue) + " requests wait)");
@@ -196,7 +200,9 @@ bool Engine::step() {
     Sequence& seq = *p.seq;
     const bool last = seq.computed + p.rows == static_cast<int>(seq.tokens.size());
     slices_.push_back({std::span(seq.tokens).subspan(seq.computed, p.rows), seq.computed, seq.blocks,
-                       last ? StepOutput::last : StepOutput::none});
+                       wants_prompt_logprobs(seq, p.rows) ? StepOutput::all
+                       : last                             ? StepOutput::last
+                                                          : StepOutput::none});
     if (last) params_.push_back(seq.request.options.sampling);
   }
   const bool on_device = executor_.samples_on_device();
@@ -208,26 +214,52 @@ bool Engine::step() {
   counters_.rows += static_cast<int64_t>(step_rows);
 
   const size_t vocab = static_cast<size_t>(executor_.vocab_size());
-  size_t out = 0;
-  for (const Planned& p : plan) {
-    Sequence& seq = *p.seq;
-    seq.computed += p.rows;
+  size_t out = 0;  // the slice's first output row
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence& seq = *plan[i].seq;
+    const int pos = seq.computed;
+    seq.computed += plan[i].rows;
+    const size_t rows = slices_[i].output == StepOutput::all ? plan[i].rows : slices_[i].output == StepOutput::last;
+    if (slices_[i].output == StepOutput::all) record_prompt_logprobs(seq, pos, plan[i].rows, &logits_[out * vocab]);
+    out += rows;
     if (seq.computed < static_cast<int>(seq.tokens.size())) continue;
-    const int32_t token = on_device ? sampled_[out] : seq.sampler.sample(std::span(logits_).subspan(out * vocab, vocab));
-    ++out;
-    deliver(seq, token);
+    if (on_device) {
+      deliver(seq, sampled_[out - 1], {});
+    } else {
+      const std::span<const float> row = std::span(logits_).subspan((out - 1) * vocab, vocab);
+      deliver(seq, seq.sampler.sample(row), row);
+    }
   }
   remove_finished();
   return true;
 }
 
-void Engine::deliver(Sequence& seq, int32_t token) {
+bool Engine::wants_prompt_logprobs(const Sequence& seq, int rows) const {
+  const int recorded = static_cast<int>(seq.result.prompt_logprobs.size());
+  return seq.request.prompt_logprobs >= 0 && recorded + 1 < seq.result.prompt_tokens &&
+         seq.computed <= recorded && recorded < seq.computed + rows;
+}
+
+void Engine::record_prompt_logprobs(Sequence& seq, int pos, int rows, const float* logits) {
+  const size_t vocab = static_cast<size_t>(executor_.vocab_size());
+  auto& kept = seq.result.prompt_logprobs;
+  for (int r = 0; r < rows; ++r) {
+    const int target = pos + r + 1;  // the prompt token row r predicts
+    if (target != static_cast<int>(kept.size()) + 1 || target >= seq.result.prompt_tokens) continue;
+    kept.push_back(token_logprobs({logits + r * vocab, vocab}, seq.request.prompt[target], seq.request.prompt_logprobs));
+  }
+}
+
+void Engine::deliver(Sequence& seq, int32_t token, std::span<const float> logits) {
   const int before = seq.completion.generated();
   const bool go_on = seq.completion.accept(token, seq.request.on_text);
   if (seq.completion.generated() > before) {
     if (seq.result.tokens.empty()) seq.result.first_token_seconds = seconds(Clock::now() - seq.submitted);
     seq.result.tokens.push_back(token);
     ++counters_.generated_tokens;
+    const TokenLogprobs* lp = nullptr;
+    if (seq.request.logprobs >= 0) lp = &seq.result.logprobs.emplace_back(token_logprobs(logits, token, seq.request.logprobs));
+    if (seq.request.on_token) seq.request.on_token(token, lp);
   }
   if (!go_on) return finish(seq);
   seq.tokens.push_back(token);

@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "runtime/completion.h"
 #include "runtime/kv_blocks.h"
+#include "runtime/token_logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fsvd {
@@ -51,12 +52,22 @@ struct RequestResult {
   double queue_seconds = 0;        // submitted to admitted (first time)
   double first_token_seconds = 0;  // submitted to first generated token
   double total_seconds = 0;        // submitted to done
+  std::vector<TokenLogprobs> logprobs;         // one per generated token, when Request::logprobs >= 0
+  std::vector<TokenLogprobs> prompt_logprobs;  // prompt tokens 1.. (the first has no context), when asked for
 };
 
 struct Request {
   std::vector<int32_t> prompt;  // non-empty, at most the context
   GenerateOptions options;
-  TextCallback on_text;                               // generated text as it becomes final; may be empty
+  // Log-probabilities (token_logprobs.h) of each generated token and of each
+  // prompt token after the first, with this many most likely alternatives;
+  // -1: not computed. Only backends that sample on the host have them.
+  int logprobs = -1;
+  int prompt_logprobs = -1;
+  TextCallback on_text;  // generated text as it becomes final; may be empty
+  // Each generated token, after the text it completed went to on_text, with
+  // its log-probabilities when asked for (else null); may be empty.
+  std::function<void(int32_t token, const TokenLogprobs* logprobs)> on_token;
   std::function<void(const RequestResult&)> on_done;  // once, after the last text
 };
 
@@ -85,7 +96,8 @@ class Engine {
 
   // Queues a request and returns its id (thread-safe). Throws Error for a
   // request that can never run (empty prompt, longer than the context, bad
-  // sampling parameters) and QueueFull when max_queue requests wait.
+  // sampling parameters, log-probabilities on a backend that samples on the
+  // device) and QueueFull when max_queue requests wait.
   uint64_t submit(Request request);
   // Ends a request at the next step (its on_done says "cancelled"); unknown
   // or finished ids are ignored. Thread-safe.
@@ -110,8 +122,14 @@ class Engine {
   bool reserve(Sequence& seq, int64_t positions);
   void preempt(Sequence& seq);
   std::vector<Planned> schedule();
-  // The token sampled after `seq`'s rows: accepted, run next or ending it.
-  void deliver(Sequence& seq, int32_t token);
+  // Whether `seq`'s next `rows` rows reach a prompt position whose
+  // log-probabilities are still to be kept (the step then returns every row).
+  bool wants_prompt_logprobs(const Sequence& seq, int rows) const;
+  // Keeps the prompt log-probabilities of `rows` logits rows from position `pos`.
+  void record_prompt_logprobs(Sequence& seq, int pos, int rows, const float* logits);
+  // The token sampled after `seq`'s rows (from `logits`, empty on the device):
+  // accepted, run next or ending it.
+  void deliver(Sequence& seq, int32_t token, std::span<const float> logits);
   // Ends `seq` (Completion::end first for a reason of the engine's).
   void finish(Sequence& seq);
   // Drops ended sequences and publishes the counts stats() reports.

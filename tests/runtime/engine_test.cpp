@@ -230,5 +230,82 @@ TEST(Engine, CancelledRequestsEndAtTheNextStepAndFreeTheirBlocks) {
   EXPECT_EQ(engine.stats().used_blocks, 0);
 }
 
+// Log-probabilities of generated and prompt tokens equal those of one
+// forward() over the whole sequence, with chunked prompts, a batch and a cache
+// small enough to preempt (a recomputed prompt keeps its first values).
+TEST(Engine, LogprobsOfPromptAndGeneratedTokensMatchOneForwardOverTheSequence) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  CpuExecutor ex(model, KvPages{4, 14}, 40, 1);
+  Engine engine(ex, tok, {8, 64, 16, true});
+  std::vector<Request> requests = make_requests(14);
+  std::vector<RequestResult> results(requests.size());
+  std::vector<std::vector<int32_t>> streamed(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request r = requests[i];
+    r.logprobs = static_cast<int>(i % 3);
+    r.prompt_logprobs = i % 2 ? 4 : -1;
+    r.on_done = [&results, i](const RequestResult& res) { results[i] = res; };
+    r.on_token = [&streamed, i](int32_t token, const TokenLogprobs* lp) {
+      ASSERT_NE(lp, nullptr);
+      EXPECT_EQ(lp->chosen.token, token);
+      streamed[i].push_back(token);
+    };
+    engine.submit(std::move(r));
+  }
+  engine.run();
+  EXPECT_GT(engine.stats().preemptions, 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestResult& res = results[i];
+    EXPECT_EQ(streamed[i], res.tokens);
+    ASSERT_EQ(res.logprobs.size(), res.tokens.size());
+    std::vector<int32_t> seq = requests[i].prompt;
+    seq.insert(seq.end(), res.tokens.begin(), res.tokens.end());
+    CpuExecutor single(model, 40, 1);
+    std::vector<float> logits;
+    single.forward(seq, 0, true, logits);
+    const size_t n = requests[i].prompt.size();
+    auto expect_same = [&](const TokenLogprobs& got, size_t row, int top) {
+      const TokenLogprobs want = token_logprobs(std::span(logits).subspan(row * kVocab, kVocab), seq[row + 1], top);
+      EXPECT_EQ(got.chosen.token, want.chosen.token);
+      EXPECT_NEAR(got.chosen.logprob, want.chosen.logprob, 1e-4);
+      ASSERT_EQ(got.top.size(), want.top.size());
+      for (size_t k = 0; k < want.top.size(); ++k) {
+        EXPECT_EQ(got.top[k].token, want.top[k].token);
+        EXPECT_NEAR(got.top[k].logprob, want.top[k].logprob, 1e-4);
+      }
+    };
+    for (size_t t = 0; t < res.tokens.size(); ++t) expect_same(res.logprobs[t], n - 1 + t, static_cast<int>(i % 3));
+    if (i % 2 == 0) {
+      EXPECT_TRUE(res.prompt_logprobs.empty());
+      continue;
+    }
+    ASSERT_EQ(res.prompt_logprobs.size(), n - 1) << "request " << i;
+    for (size_t t = 0; t + 1 < n; ++t) expect_same(res.prompt_logprobs[t], t, 4);
+  }
+}
+
+// A backend that samples on the device gives no logits: log-probabilities are refused.
+class DeviceSamplingCpu : public CpuExecutor {
+ public:
+  using CpuExecutor::CpuExecutor;
+  bool samples_on_device() const override { return true; }
+};
+
+TEST(Engine, RefusesLogprobsWhereTheBackendSamplesOnTheDevice) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  DeviceSamplingCpu ex(model, KvPages{4, 10}, 40, 1);
+  Engine engine(ex, tok);
+  Request r = greedy({3, 4}, 2);
+  r.logprobs = 0;
+  EXPECT_THROW(engine.submit(r), Error);
+  r.logprobs = -1;
+  r.prompt_logprobs = 1;
+  EXPECT_THROW(engine.submit(r), Error);
+  r.prompt_logprobs = kMaxTopLogprobs + 1;
+  EXPECT_THROW(engine.submit(r), Error);
+}
+
 }  // namespace
 }  // namespace fsvd

@@ -131,6 +131,16 @@ TEST(Generate, ExtraStopIdsEndGenerationToo) {
   EXPECT_EQ(r.stats.generated_tokens, 2);
 }
 
+TEST(Generate, IgnoreEosRunsPastTheTokenizersStopIdsButNotExtraOnes) {
+  ScriptedExecutor ex({2, 1, 3, 6, 4}, 9, 32);
+  GenerateOptions opt;
+  opt.ignore_eos = true;
+  opt.stop_ids = {6};
+  const Outcome r = run(ex, {0}, opt);
+  EXPECT_EQ(r.stats.stop_reason, "eos");
+  EXPECT_EQ(r.stats.generated_tokens, 3);  // 2, EOS (1) and 3; then the extra stop id
+}
+
 TEST(Generate, StopStringSplitAcrossTokensIsHeldBackAndCut) {
   ScriptedExecutor ex({2, 3, 4, 5, 6, 6}, 9, 32);
   GenerateOptions opt;

@@ -1,0 +1,45 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace fsvd {
+namespace {
+
+TEST(Metrics, HistogramsAreCumulativeWithSumAndCount) {
+  Histogram h({0.1, 1});
+  h.observe(0.05);
+  h.observe(0.1);  // on a bound: counted in it (le)
+  h.observe(0.5);
+  h.observe(7);
+  EXPECT_EQ(h.text("x"),
+            "x_bucket{le=\"0.1\"} 2\nx_bucket{le=\"1\"} 3\nx_bucket{le=\"+Inf\"} 4\nx_sum 7.65\nx_count 4\n");
+}
+
+TEST(Metrics, TextHasEveryFamilyWithTheEnginesGauges) {
+  Metrics m;
+  m.count_request("/v1/completions", 200);
+  m.count_request("/v1/completions", 200);
+  m.count_request("/v1/completions", 400);
+  RequestResult r;
+  r.prompt_tokens = 7;
+  r.tokens = {1, 2, 3};
+  r.first_token_seconds = 0.02;
+  m.count_generation(r);
+  EngineStats st;
+  st.running = 2;
+  st.waiting = 1;
+  st.used_blocks = 5;
+  st.total_blocks = 9;
+  const std::string text = m.text(st);
+  for (const char* line :
+       {"flashsvd_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n",
+        "flashsvd_http_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1\n",
+        "flashsvd_prompt_tokens_total 7\n", "flashsvd_generation_tokens_total 3\n", "flashsvd_requests_running 2\n",
+        "flashsvd_requests_waiting 1\n", "flashsvd_kv_blocks_used 5\n", "flashsvd_kv_blocks_total 9\n",
+        "flashsvd_time_to_first_token_seconds_count 1\n", "flashsvd_inter_token_latency_seconds_count 0\n",
+        "# TYPE flashsvd_request_duration_seconds histogram\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+}
+
+}  // namespace
+}  // namespace fsvd
