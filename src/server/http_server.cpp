@@ -312,6 +312,15 @@ void HttpServer::routes() {
                                           : "HTTP error " + std::to_string(status);
     send_error(res, status, message, error_type(status));
   });
+  // Generation requests write their own line (tokens, times); every other request gets this one.
+  s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    if (req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions") &&
+        res.status != 401 && res.status != 413 && res.status != 503)
+      return;
+    const std::string line = "serve: " + req.method + " " + req.path + " status=" + std::to_string(res.status) +
+                             " client=" + req.remote_addr + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
     try {
