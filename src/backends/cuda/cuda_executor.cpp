@@ -40,13 +40,6 @@ void check_cache_fits(const ModelConfig& c, int context, int64_t positions, Elem
         cache_bytes / (1 << 30), " GiB; the GPU has ", free_bytes / double(1 << 30), " GiB free");
 }
 
-// One sequence's cache: `context` positions in whole blocks.
-KvPages one_sequence(int context) {
-  KvPages p;
-  p.blocks = static_cast<int>(ceil_div(context, p.block_size));
-  return p;
-}
-
 // Buckets of decode rows: 1, 2, 4, ... up to `max` (itself the last).
 int bucket_for(int rows, int max) {
   int b = 1;
@@ -86,10 +79,10 @@ const char* graph_mode_name(GraphMode mode) {
 }
 
 CudaExecutor::CudaExecutor(const Model& model, int context, CudaOptions options)
-    : CudaExecutor(model, one_sequence(context), context, options) {}
+    : CudaExecutor(model, KvPages::holding(context), context, options) {}
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, int context, CudaOptions options)
-    : CudaExecutor(std::move(weights), one_sequence(context), context, options) {}
+    : CudaExecutor(std::move(weights), KvPages::holding(context), context, options) {}
 
 CudaExecutor::CudaExecutor(const Model& model, KvPages pages, int context, CudaOptions options)
     : CudaExecutor(upload(model, context, pages, options), pages, context, options) {}
@@ -100,7 +93,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
       config_(weights->config()),
       context_(context),
       pages_(pages),
-      max_blocks_(static_cast<int>(ceil_div(context, pages.block_size))),
+      max_blocks_(static_cast<int>(pages.blocks_for(context))),
       rows_(options.max_batch),
       heads_{config_.n_heads, config_.n_kv_heads, config_.head_dim},
       weights_(std::move(weights)) {
@@ -112,7 +105,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
         " is outside 1..", most, " for ", weights_->type() == ElementType::BF16 ? "bf16" : "fp32", " weights");
   check(pages.block_size == kDefaultBlockSize, kWhere, "blocks of ", pages.block_size, " positions (the kernels take ",
         kDefaultBlockSize, ")");
-  check(options.kv == KvMode::dense || pages.positions() == one_sequence(context).positions(), kWhere,
+  check(options.kv == KvMode::dense || pages.positions() == KvPages::holding(context).positions(), kWhere,
         "the low-rank KV cache holds one sequence");
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
   const size_t row_bytes = static_cast<size_t>(kv_dim) * element_bytes(weights_->type());
@@ -122,11 +115,9 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
     FSVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     const double block_bytes = 2.0 * c.n_layers * pages_.block_size * row_bytes;
     pages_.blocks = static_cast<int>(std::min(options.kv_memory * free_bytes / block_bytes, 1e9));
-    check(pages_.positions() >= context, kWhere, "the GPU's free memory holds ", pages_.positions(),
-          " cached positions, less than one sequence's context of ", context);
   }
   check(pages_.positions() >= context, kWhere, "a KV cache of ", pages_.positions(),
-        " positions cannot hold one sequence's context of ", context);
+        " positions (given, or what fits in free GPU memory) cannot hold one sequence's context of ", context);
   check_cache_fits(c, context, pages_.positions(), weights_->type(), options_.kv);
 
   std::vector<float> inv_freq(c.head_dim / 2);
@@ -172,17 +163,19 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   tables_ = DeviceBuffer<int32_t>(rows * max_blocks_);
   params_ = DeviceBuffer<SamplingParams>(rows);
   chunk_blocks_ = DeviceBuffer<int32_t>(max_blocks_);
-  x_ = DeviceBuffer<float>(rows * c.hidden);
-  qkv_ = DeviceBuffer<float>(rows * qkv_ld_);
-  q_ = DeviceBuffer<float>(rows * q_dim);
-  k_ = DeviceBuffer<float>(rows * kv_dim);
-  v_ = DeviceBuffer<float>(rows * kv_dim);
-  att_ = DeviceBuffer<float>(rows * q_dim);
-  rank_ = DeviceBuffer<float>(rows * rank_ld_);
-  gate_up_ = DeviceBuffer<float>(rows * gate_up_ld_);
-  gate_ = DeviceBuffer<float>(rows * inter_ld_);
-  up_ = DeviceBuffer<float>(rows * inter_ld_);
-  logits_ = DeviceBuffer<float>(rows * c.vocab);
+  // The GEMV step's activations: one row with bf16 weights (several run through Prefill's buffers).
+  const int64_t gemv_rows = weights_->type() == ElementType::BF16 ? 1 : rows;
+  x_ = DeviceBuffer<float>(gemv_rows * c.hidden);
+  qkv_ = DeviceBuffer<float>(gemv_rows * qkv_ld_);
+  q_ = DeviceBuffer<float>(gemv_rows * q_dim);
+  k_ = DeviceBuffer<float>(gemv_rows * kv_dim);
+  v_ = DeviceBuffer<float>(gemv_rows * kv_dim);
+  att_ = DeviceBuffer<float>(gemv_rows * q_dim);
+  rank_ = DeviceBuffer<float>(gemv_rows * rank_ld_);
+  gate_up_ = DeviceBuffer<float>(gemv_rows * gate_up_ld_);
+  gate_ = DeviceBuffer<float>(gemv_rows * inter_ld_);
+  up_ = DeviceBuffer<float>(gemv_rows * inter_ld_);
+  logits_ = DeviceBuffer<float>(gemv_rows * c.vocab);
   auto pinned = [](auto& p, size_t count, unsigned flags = cudaHostAllocDefault) {
     FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(p.put()), count * sizeof(*p.get()), flags));
   };
@@ -598,7 +591,9 @@ void CudaExecutor::decode_rows(std::span<const DecodeRow> rows) {
     const bool real = r < n;
     host_tokens_.get()[r] = real ? rows[r].token : 0;
     host_pos_.get()[r] = real ? rows[r].pos : -1;  // a padding row
-    host_params_.get()[r] = real ? rows[r].params : SamplingParams{};
+    // Only when sampling, so that host_params_ keeps mirroring the device's
+    // (begin_sampling copies only what differs from it).
+    if (sampling_) host_params_.get()[r] = real ? rows[r].params : SamplingParams{};
     int32_t* table = host_tables_.get() + int64_t{r} * max_blocks_;
     const size_t blocks = real ? std::min<size_t>(rows[r].blocks.size(), max_blocks_) : 0;
     std::copy_n(rows[r < n ? r : 0].blocks.begin(), blocks, table);

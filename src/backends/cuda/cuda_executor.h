@@ -214,8 +214,9 @@ class CudaExecutor : public Executor {
   int32_t* device_ring_ = nullptr;  // ring_ as the device addresses it
   Event step_done_[2];              // alternating over a stream's steps
   PinnedHost<float> host_logits_;   // [rows_, vocab]
-  // Activations of rows_ rows, row strides: hidden, qkv_ld_, q_dim, kv_dim,
-  // q_dim, rank_ld_, gate_up_ld_, inter_ld_, inter_ld_, vocab.
+  // The GEMV step's activations, of rows_ rows (one with bf16 weights), row
+  // strides: hidden, qkv_ld_, q_dim, kv_dim, q_dim, rank_ld_, gate_up_ld_,
+  // inter_ld_, inter_ld_, vocab.
   int64_t qkv_ld_ = 0, rank_ld_ = 0, gate_up_ld_ = 0, inter_ld_ = 0;
   DeviceBuffer<float> x_, qkv_, q_, k_, v_, att_, rank_, gate_up_, gate_, up_, logits_;
   std::map<int, DeviceBuffer<float>> attention_work_;  // decode_attention's, by bucket

@@ -228,12 +228,15 @@ void Prefill::run(std::span<const int32_t> tokens, int pos, LowRankKv& lowrank, 
           lowrank.pages().chunk(pos), nullptr, &lowrank);
 }
 
+void Prefill::reserve_logits(int64_t n) {
+  if (logits_.size() >= static_cast<size_t>(n * weights_.config().vocab)) return;
+  grow(logits_, n * weights_.config().vocab);
+  ++version_;
+}
+
 void Prefill::reserve_rows(int64_t rows) {
   reserve(rows);
-  if (logits_.size() < static_cast<size_t>(rows * weights_.config().vocab)) {
-    grow(logits_, rows * weights_.config().vocab);
-    ++version_;
-  }
+  reserve_logits(rows);
 }
 
 void Prefill::embed_rows(const int32_t* d_tokens, int64_t rows) {
@@ -252,10 +255,7 @@ const float* Prefill::logits(int64_t n) {
   check(n >= 1 && n <= chunk_rows_ && final_row0_ == 0, kWhere, "logits of ", n, " rows after a chunk of ",
         chunk_rows_, final_row0_ > 0 ? " run for its last row only" : "");
   const ModelConfig& c = weights_.config();
-  if (logits_.size() < static_cast<size_t>(n * c.vocab)) {
-    grow(logits_, n * c.vocab);
-    ++version_;
-  }
+  reserve_logits(n);
   norm_rows(x_.data(), weights_.final_norm(), n);
   linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false);
   return logits_.data();

@@ -65,6 +65,7 @@ class Prefill {
 
  private:
   void reserve(int64_t n);
+  void reserve_logits(int64_t n);  // room for n rows of logits
   // Embeds the chunk; returns its length.
   int64_t start(std::span<const int32_t> tokens, bool last_row_only);
   // One layer over the chunk of n rows, from the attention output on for rows

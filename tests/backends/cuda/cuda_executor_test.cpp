@@ -342,6 +342,31 @@ TEST(CudaExecutorSampling, ParamsMayChangeAtEveryStep) {
   }
 }
 
+// A logits step between sampling ones leaves the sampling parameters on the
+// device as the host last sent them: greedy steps after a sampled one and a
+// logits step pick the argmax of forward()'s logits.
+TEST(CudaExecutorSampling, LogitsStepKeepsTheSamplingParams) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  const Model m = testing::random_model(cases()[1].spec);
+  const int vocab = m.config.vocab;
+  const std::vector<int32_t> prompt{9, 8, 7, 6, 5}, blocks{0, 1};
+  CudaExecutor by_logits(m, 32);
+  CudaExecutor gpu(m, 32);
+  gpu.forward_next(prompt, 0, SamplingParams{1.0f, 0, 1.0f, 7});
+  const SeqSlice slice{std::span(prompt).first(1), 0, blocks};
+  std::vector<float> logits;
+  gpu.step({&slice, 1}, logits);
+  by_logits.forward(prompt, 0, false, logits);
+  int32_t want = argmax(logits.data(), vocab);
+  int32_t got = gpu.forward_next(prompt, 0, SamplingParams{});
+  for (int pos = 5; pos < 15; ++pos) {
+    ASSERT_EQ(got, want) << "position " << pos;
+    by_logits.forward({&want, 1}, pos, false, logits);
+    want = argmax(logits.data(), vocab);
+    got = gpu.forward_next({&got, 1}, pos, SamplingParams{});
+  }
+}
+
 // A decode stream hands the tokens forward_next steps give, stops where its
 // callback says (or after `count`), leaves the cache at the tokens run (a
 // forward_next after the stop continues as the unstopped run does), and
