@@ -26,7 +26,8 @@ import urllib.parse
 def request(url, body, stream):
     u = urllib.parse.urlparse(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
-    conn.request("POST", "/v1/completions", body=json.dumps({**body, "stream": stream}),
+    extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+    conn.request("POST", "/v1/completions", body=json.dumps({**body, **extra}),
                  headers={"Content-Type": "application/json"})
     r = conn.getresponse()
     if r.status != 200:
@@ -35,7 +36,7 @@ def request(url, body, stream):
         out = json.loads(r.read())
         conn.close()
         return out["choices"][0]["text"], out["usage"]["completion_tokens"], []
-    start, times, text, done = time.perf_counter(), [], [], False
+    start, times, text, done, tokens = time.perf_counter(), [], [], False, None
     while True:
         line = r.readline()
         if not line:
@@ -50,6 +51,10 @@ def request(url, body, stream):
         chunk = json.loads(data)
         if "error" in chunk:
             raise RuntimeError(f"stream error: {chunk['error']}")
+        if chunk.get("usage"):
+            tokens = chunk["usage"]["completion_tokens"]
+        if not chunk["choices"]:
+            continue
         piece = chunk["choices"][0]["text"]
         if piece:
             times.append(time.perf_counter() - start)
@@ -57,7 +62,7 @@ def request(url, body, stream):
     conn.close()
     if not done:
         raise RuntimeError("stream ended without [DONE]")
-    return "".join(text), None, times
+    return "".join(text), tokens, times
 
 
 def main():
@@ -88,7 +93,9 @@ def main():
         for k in range(args.requests):
             i = (c + k) % len(prompts)
             try:
-                text, _, times = request(args.url, {**base, "prompt": prompts[i]}, True)
+                text, tokens, times = request(args.url, {**base, "prompt": prompts[i]}, True)
+                if tokens != args.max_tokens:
+                    raise RuntimeError(f"stream reported {tokens} tokens, asked for {args.max_tokens}")
                 with lock:
                     results.append((i, text == twins[i], times))
             except Exception as e:  # reported, and the run fails

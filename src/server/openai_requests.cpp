@@ -36,8 +36,8 @@ std::vector<std::vector<int32_t>> completion_prompts(const json& p, const Tokeni
   if (p.is_string()) return {text_prompt(tok, p.get<std::string>())};
   check(p.is_array() && !p.empty(), "prompt", "must be a string, a list of strings, a list of token ids or a list "
         "of such lists, and not empty");
-  check(p.size() <= kMaxPrompts, "prompt", "at most ", kMaxPrompts, " prompts in one request");
   if (p[0].is_number()) return {token_list(p, limits)};
+  check(p.size() <= kMaxPrompts, "prompt", "at most ", kMaxPrompts, " prompts in one request");
   std::vector<std::vector<int32_t>> out;
   for (const json& item : p) {
     if (item.is_string()) {
@@ -81,7 +81,8 @@ void set_max_tokens(const json& limit, int min_tokens, int default_tokens, const
                     CompletionRequest& out) {
   size_t longest = 0;
   for (const auto& p : out.prompts) longest = std::max(longest, p.size());
-  if (static_cast<int64_t>(longest) >= limits.context && !(out.echo && !limit.is_null() && limit == 0))
+  const bool score_only = out.echo && !limit.is_null() && limit == 0;  // a prompt may fill the whole context
+  if (static_cast<int64_t>(longest) > limits.context || (static_cast<int64_t>(longest) == limits.context && !score_only))
     refuse(out.chat ? "messages" : "prompt", "the prompt has " + std::to_string(longest) + " tokens; the context holds " +
            std::to_string(limits.context) + " (prompt and completion together)", "context_length_exceeded");
   const int room = limits.context - static_cast<int>(longest);

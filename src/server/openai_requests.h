@@ -19,7 +19,7 @@ namespace fsvd {
 class ApiError : public Error {
  public:
   ApiError(int status, std::string type, std::string param, std::string code, std::string message)
-      : Error(param, std::move(message)),
+      : Error("", std::move(message)),  // the message names the field itself
         status(status),
         type(std::move(type)),
         param(std::move(param)),

@@ -53,6 +53,12 @@ TEST(OpenaiRequests, CompletionPromptsComeAsTextTokensOrListsOfEither) {
   EXPECT_EQ(completion(R"({"prompt": [[5], [6, 7]]})").prompts, (std::vector<std::vector<int32_t>>{{5}, {6, 7}}));
   EXPECT_EQ(completion(R"({"prompt": ["a", [9]]})").prompts, (std::vector<std::vector<int32_t>>{{256, 'a'}, {9}}));
   EXPECT_EQ(completion(R"({"prompt": ""})").prompts, (std::vector<std::vector<int32_t>>{{256}}));
+  std::string many = "[1";  // more ids than prompts a request may hold
+  for (int i = 0; i < 127 + 10; ++i) many += ", 2";
+  EXPECT_EQ(parse_completion_request(R"({"prompt": )" + many + "]}", kTok, {1024, 258}).prompts[0].size(), 138u);
+  std::string lists = "[[1]";
+  for (int i = 0; i < 128; ++i) lists += ", [2]";
+  EXPECT_EQ(refusal(R"({"prompt": )" + lists + "]}", false).second, "prompt");
   const CompletionRequest d = completion(R"({"prompt": "a"})");
   EXPECT_EQ(d.options.max_new_tokens, 16);  // OpenAI's default
   EXPECT_EQ(d.logprobs, -1);
@@ -147,6 +153,7 @@ TEST(OpenaiRequests, ThePromptAndTheTokensAskedForMustFitTheContext) {
   const CompletionRequest r = completion(R"({"prompt": ")" + full + R"(", "max_tokens": 0, "echo": true})");
   EXPECT_EQ(r.options.max_new_tokens, 0);
   EXPECT_EQ(refusal(R"({"prompt": ")" + full + R"(", "max_tokens": 0})", false).second, "prompt");
+  EXPECT_EQ(refusal(R"({"prompt": ")" + full + R"(a", "max_tokens": 0, "echo": true})", false).second, "prompt");
 }
 
 }  // namespace
