@@ -11,6 +11,7 @@
 
 #include "apps/batch_requests.h"
 #include "apps/commands.h"
+#include "apps/engine_flags.h"
 #include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
@@ -24,14 +25,7 @@ struct BatchFlags {
   std::string input = "-";
   std::string output = "-";
   int n = 256;
-  int ctx = 0;
-  int64_t kv_tokens = 0;  // 0: the backend's default
-  double kv_memory = 0.9;
-  EngineOptions engine;
-  bool no_chunked_prefill = false;
 };
-
-constexpr int kDefaultContext = 4096;
 
 // Results reach the output in input order, each as soon as those before it have.
 class OrderedWriter {
@@ -51,7 +45,7 @@ class OrderedWriter {
   size_t next_ = 0;
 };
 
-void run(const ModelFlags& mf, const BatchFlags& f) {
+void run(const ModelFlags& mf, const EngineFlags& ef, const BatchFlags& f) {
   std::ifstream in_file;
   if (f.input != "-") {
     in_file.open(f.input, std::ios::binary);
@@ -66,12 +60,9 @@ void run(const ModelFlags& mf, const BatchFlags& f) {
   OrderedWriter writer(f.output == "-" ? std::cout : out_file);
 
   Session s = open_session(mf);
-  const int max_seq = s.model.config.max_seq;
-  const int ctx = f.ctx > 0 ? f.ctx : max_seq > 0 ? std::min(max_seq, kDefaultContext) : kDefaultContext;
-  const auto executor =
-      make_executor(s.model, mf, ctx, {f.kv_tokens > 0 ? f.kv_tokens : -1, f.engine.max_batch, f.kv_memory});
-  EngineOptions options = f.engine;
-  options.chunked_prefill = !f.no_chunked_prefill;
+  const int ctx = ef.context(s.model.config.max_seq);
+  const auto executor = make_executor(s.model, mf, ctx, ef.shape());
+  const EngineOptions options = ef.options();
   Engine engine(*executor, *s.tokenizer, options);
   std::fprintf(stderr, "batch: context %d, KV cache %lld positions, batch up to %d\n", ctx,
                static_cast<long long>(executor->kv_pages().positions()), options.max_batch);
@@ -161,24 +152,13 @@ void add_batch_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "batch", "Offline batch inference: one JSON request a line in, one JSON result a line out (input order)");
   auto mf = add_model_flags(*cmd, ModelUse::any_device);
+  auto ef = add_engine_flags(*cmd, EngineOptions{});
   auto f = std::make_shared<BatchFlags>();
   cmd->add_option("--input", f->input, "JSONL requests ('-': stdin)");
   cmd->add_option("-o,--output", f->output, "JSONL results ('-': stdout)");
   cmd->add_option("-n,--max-tokens", f->n, "New tokens of a request that sets no max_tokens")
       ->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--ctx", f->ctx, "Most positions of one sequence (default: the model's, at most 4096)")
-      ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--kv-tokens", f->kv_tokens,
-                  "Positions the KV cache holds for all sequences together (default: on the GPU, --kv-memory of its "
-                  "free memory; on the CPU, --max-batch contexts up to 32768)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  cmd->add_option("--kv-memory", f->kv_memory, "Share of the GPU's free memory the KV cache takes")
-      ->check(CLI::Range(0.01, 0.99));
-  cmd->add_option("--max-batch", f->engine.max_batch, "Sequences in one step")->check(CLI::Range(1, 4096));
-  cmd->add_option("--step-tokens", f->engine.step_tokens, "Token rows in one step (prompt chunks and decode rows)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_flag("--no-chunked-prefill", f->no_chunked_prefill, "Read each prompt whole in the step that admits it");
-  cmd->callback([mf, f] { run(*mf, *f); });
+  cmd->callback([mf, ef, f] { run(*mf, *ef, *f); });
 }
 
 }  // namespace fsvd

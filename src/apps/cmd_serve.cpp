@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "apps/engine_flags.h"
 #include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
@@ -26,14 +27,8 @@ namespace {
 
 struct ServeFlags {
   ServerOptions server;
-  int ctx = 0;
-  int64_t kv_tokens = 0;  // 0: the backend's default
-  double kv_memory = 0.9;
-  EngineOptions engine{64, 256, 512, true};
   int body_mib = 4;
 };
-
-constexpr int kDefaultContext = 4096;
 
 // SIGINT / SIGTERM: the first stops the server gracefully (or quits while the
 // model loads), a second quits at once. Blocked in every thread; one waits.
@@ -64,40 +59,40 @@ class SignalWaiter {
   std::thread thread_;
 };
 
-void run(const ModelFlags& mf, const SyntheticFlags& sf, const ServeFlags& f) {
+void run(const ModelFlags& mf, const SyntheticFlags& sf, const EngineFlags& ef, const ServeFlags& f) {
   static SignalWaiter signals;  // before any other thread starts, so all inherit the mask
   // A checkpoint, or a synthetic architecture (benchmarks: token-id prompts, --tokenizer for the text).
   Session s;
   std::unique_ptr<Executor> executor;
   std::string name;
-  const BatchShape shape{f.kv_tokens > 0 ? f.kv_tokens : -1, f.engine.max_batch, f.kv_memory};
-  int ctx = f.ctx;
+  int ctx = 0;
   if (sf.given()) {
     check(mf.model.empty(), "--synthetic", "give either --synthetic or -m, not both");
     check(!mf.tokenizer.empty(), "--tokenizer", "a synthetic model needs one");
     s.tokenizer = load_tokenizer("", mf.tokenizer);
     const SyntheticSpec spec = sf.spec();
-    if (ctx <= 0) ctx = spec.config.max_seq > 0 ? std::min(spec.config.max_seq, kDefaultContext) : kDefaultContext;
-    executor = make_synthetic_executor(spec, mf, ctx, shape);
+    ctx = ef.context(spec.config.max_seq);
+    executor = make_synthetic_executor(spec, mf, ctx, ef.shape());
     check(s.tokenizer->vocab_size() <= executor->vocab_size(), "--tokenizer", "has ", s.tokenizer->vocab_size(),
           " tokens, more than the model's ", executor->vocab_size());
     name = sf.name;
   } else {
     s = open_session(mf);
-    const int max_seq = s.model.config.max_seq;
-    if (ctx <= 0) ctx = max_seq > 0 ? std::min(max_seq, kDefaultContext) : kDefaultContext;
-    executor = make_executor(s.model, mf, ctx, shape);
+    ctx = ef.context(s.model.config.max_seq);
+    executor = make_executor(s.model, mf, ctx, ef.shape());
     name = std::filesystem::path(resolve_model_path(mf)).filename();
   }
-  Engine engine(*executor, *s.tokenizer, f.engine);
+  const EngineOptions engine_options = ef.options();
+  Engine engine(*executor, *s.tokenizer, engine_options);
   ServerOptions options = f.server;
   if (options.model_name.empty()) options.model_name = name;
-  options.max_pending = f.engine.max_batch + f.engine.max_queue;
+  options.max_pending = engine_options.max_batch + engine_options.max_queue;
   options.max_body_bytes = static_cast<size_t>(f.body_mib) << 20;
   HttpServer server(engine, *s.tokenizer, {ctx, executor->vocab_size()}, options);
   const int port = server.bind();
   std::fprintf(stderr, "serve: context %d, KV cache %lld positions, batch up to %d, queue %d\n", ctx,
-               static_cast<long long>(executor->kv_pages().positions()), f.engine.max_batch, f.engine.max_queue);
+               static_cast<long long>(executor->kv_pages().positions()), engine_options.max_batch,
+               engine_options.max_queue);
   std::printf("%d\n", port);  // the port, for scripts that asked for --port 0
   std::fflush(stdout);
   signals.serving(&server);
@@ -112,25 +107,13 @@ void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat and text completions, streaming)");
   auto mf = add_model_flags(*cmd, ModelUse::any_device);
   auto sf = add_synthetic_flags(*cmd);
+  auto ef = add_engine_flags(*cmd, EngineOptions{64, 256, 512, true});
   auto f = std::make_shared<ServeFlags>();
   cmd->add_option("--host", f->server.host, "Address to listen on (another than 127.0.0.1 exposes the server)");
   cmd->add_option("--port", f->server.port, "Port (0: any free one, printed on stdout)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", f->server.api_key, "Require 'Authorization: Bearer KEY' (all but /health)");
   cmd->add_option("--served-model-name", f->server.model_name, "Model id in /v1/models and responses (default: "
                   "the model file's name)");
-  cmd->add_option("--ctx", f->ctx, "Most positions of one sequence (default: the model's, at most 4096)")
-      ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--kv-tokens", f->kv_tokens,
-                  "Positions the KV cache holds for all sequences together (default: on the GPU, --kv-memory of its "
-                  "free memory; on the CPU, --max-batch contexts up to 32768)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  cmd->add_option("--kv-memory", f->kv_memory, "Share of the GPU's free memory the KV cache takes")
-      ->check(CLI::Range(0.01, 0.99));
-  cmd->add_option("--max-batch", f->engine.max_batch, "Sequences in one step")->check(CLI::Range(1, 1024));
-  cmd->add_option("--max-queue", f->engine.max_queue, "Requests waiting for a batch slot; more are answered 429")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--step-tokens", f->engine.step_tokens, "Token rows in one step (prompt chunks and decode rows)")
-      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-body-mib", f->body_mib, "Largest request body; larger ones are answered 413")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--read-timeout", f->server.read_timeout_s, "Seconds a request's bytes may pause")
@@ -141,7 +124,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-timeout", f->server.shutdown_timeout_s,
                   "Seconds SIGINT/SIGTERM waits for running requests to end")
       ->check(CLI::Range(0.0, 3600.0));
-  cmd->callback([mf, sf, f] { run(*mf, *sf, *f); });
+  cmd->callback([mf, sf, ef, f] { run(*mf, *sf, *ef, *f); });
 }
 
 }  // namespace fsvd

@@ -63,6 +63,16 @@ def stories_args():
     return ["-m", str(model), "--tokenizer", str(STORIES / "tok512.bin")]
 
 
+def slow_args():
+    """A model slow enough on the CPU that a long request is still running a
+    second later (the default model); stories260K when it is absent, where
+    those tests check less (its requests may end before a client acts)."""
+    path = os.environ.get("FLASHSVD_SMOLLM2_GGUF")
+    if path and pathlib.Path(path).exists():
+        return ["-m", path, "--ctx", "1024"], True
+    return stories_args() + ["--ctx", "512"], False
+
+
 def generate_cli(model_args, prompt, n, *extra):
     """`flashsvd generate --json`: the one-sequence reference."""
     out = subprocess.run([str(BINARY), "generate", *model_args, "--device", "cpu", "-p", prompt, "-n", str(n),
