@@ -6,6 +6,7 @@ namespace fsvd {
 
 void add_batch_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_fidelity_command(CLI::App& app);
 void add_generate_command(CLI::App& app);

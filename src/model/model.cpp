@@ -47,17 +47,8 @@ void Model::validate_packed(const std::string& user) const {
 void Model::pack() {
   PackCache cache;
   for (Layer& l : layers) {
-    l.qkv = pack_linears({&l.q, &l.k, &l.v}, cache);
-    l.gate_up = pack_linears({&l.gate, &l.up}, cache);
-    // Point the individual first factors into the packed storage so each
-    // weight is held once.
-    Linear* members[] = {&l.q, &l.k, &l.v, &l.gate, &l.up};
-    const PackedLinear* packs[] = {&l.qkv, &l.qkv, &l.qkv, &l.gate_up, &l.gate_up};
-    const int part_index[] = {0, 1, 2, 0, 1};
-    for (int m = 0; m < 5; ++m) {
-      const PackedLinear::Part& p = packs[m]->parts[part_index[m]];
-      members[m]->first = packs[m]->first.rows(p.offset, p.offset + p.rows);
-    }
+    l.qkv = pack_in_place({&l.q, &l.k, &l.v}, cache);
+    l.gate_up = pack_in_place({&l.gate, &l.up}, cache);
   }
 }
 
