@@ -1,18 +1,14 @@
 // flashsvd embed: sentence embeddings of an encoder (all-MiniLM-L6-v2 by
 // default), one per input line, computed in batches by the CPU reference.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "apps/commands.h"
-#include "apps/default_model.h"
+#include "apps/encoder_session.h"
 #include "backends/cpu/cpu_encoder.h"
 #include "core/error.h"
-#include "families/encoder_family.h"
-#include "families/sentence_transformers.h"
 #include "formats/npy.h"
-#include "tokenizer/wordpiece_tokenizer.h"
 
 namespace fsvd {
 namespace {
@@ -27,46 +23,28 @@ struct EmbedFlags {
   int threads = 0;
 };
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path, "cannot open the input file");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
 void run(const EmbedFlags& f) {
   check(f.prompt.empty() != f.input.empty(), "embed", "give exactly one of -p TEXT or --input FILE");
   check(f.out.empty() || !f.json, "embed", "give at most one of -o OUT.npy or --json");
-  const std::vector<std::string> texts = f.input.empty() ? std::vector<std::string>{f.prompt} : read_lines(f.input);
-  check(!texts.empty(), f.input, "no lines to embed");
-  const std::string path = f.model.empty() ? ensure_default_encoder() : f.model;
-  const EncoderModel model = load_encoder(path);
-  const WordPieceTokenizer tok = load_wordpiece(read_sentence_transformers(path).model_dir);
-  CpuEncoder encoder(model, f.threads);
-
-  const int64_t d = model.config.hidden, n = static_cast<int64_t>(texts.size());
+  const std::vector<std::string> texts = f.input.empty() ? std::vector<std::string>{f.prompt} : read_input_lines(f.input);
+  const EncoderSession s = open_encoder(f.model);
+  CpuEncoder encoder(s.model, f.threads);
+  const int64_t d = s.model.config.hidden, n = static_cast<int64_t>(texts.size());
   std::vector<float> out;
   out.reserve(n * d);
-  for (int64_t begin = 0; begin < n; begin += f.batch) {
-    const int64_t end = std::min<int64_t>(n, begin + f.batch);
+  for_each_batch(n, f.batch, "embedded", [&](int64_t begin, int64_t end) {
     std::vector<EncoderInput> batch;
-    for (int64_t i = begin; i < end; ++i) batch.push_back(tok.encode(texts[i], std::nullopt, model.max_tokens));
+    for (int64_t i = begin; i < end; ++i) batch.push_back(s.tokenizer.encode(texts[i], std::nullopt, s.model.max_tokens));
     const std::vector<float> e = encoder.embed(batch);
     out.insert(out.end(), e.begin(), e.end());
-    if (n > 1) std::fprintf(stderr, "\rembedded %lld/%lld", static_cast<long long>(end), static_cast<long long>(n));
-  }
-  if (n > 1) std::fprintf(stderr, "\n");
+  });
 
   if (!f.out.empty()) {
     write_npy_f32(f.out, {n, d}, out.data());
     std::fprintf(stderr, "wrote [%lld, %lld] fp32 embeddings to %s\n", static_cast<long long>(n),
                  static_cast<long long>(d), f.out.c_str());
   } else if (f.json) {
-    nlohmann::json j = {{"model", path}, {"dim", d}, {"embeddings", nlohmann::json::array()}};
+    nlohmann::json j = {{"model", s.path}, {"dim", d}, {"embeddings", nlohmann::json::array()}};
     for (int64_t i = 0; i < n; ++i) j["embeddings"].push_back(std::vector<float>(&out[i * d], &out[(i + 1) * d]));
     std::printf("%s\n", j.dump().c_str());
   } else {

@@ -1,9 +1,8 @@
 #include "model/encoder.h"
 
-#include <set>
-
 #include "core/error.h"
 #include "model/pack_cache.h"
+#include "model/storage_counter.h"
 
 namespace fsvd {
 
@@ -70,22 +69,16 @@ void EncoderModel::pack() {
 }
 
 int64_t EncoderModel::unique_params() const {
-  std::set<const void*> seen;
-  int64_t total = 0;
-  auto add = [&](const Tensor& t) {
-    if (!t.empty() && seen.insert(t.storage_id()).second) total += t.storage_bytes() / sizeof(float);
-  };
-  auto add_linear = [&](const Linear& l) {
-    for (const Tensor* t : {&l.first, &l.second, &l.bias}) add(*t);
-  };
-  for (const Tensor* t : {&word_embed, &position_embed, &type_embed, &embed_norm.weight, &embed_norm.bias}) add(*t);
+  StorageCounter count;
+  for (const Tensor* t : {&word_embed, &position_embed, &type_embed, &embed_norm.weight, &embed_norm.bias})
+    count.add(*t);
   for (const EncoderLayer& l : layers) {
-    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.up, &l.down}) add_linear(*lin);
-    for (const Tensor* t : {&l.attn_norm.weight, &l.attn_norm.bias, &l.mlp_norm.weight, &l.mlp_norm.bias}) add(*t);
+    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.up, &l.down}) count.add(*lin);
+    for (const Tensor* t : {&l.attn_norm.weight, &l.attn_norm.bias, &l.mlp_norm.weight, &l.mlp_norm.bias}) count.add(*t);
   }
-  add_linear(classifier.pre);
-  add_linear(classifier.out);
-  return total;
+  count.add(classifier.pre);
+  count.add(classifier.out);
+  return count.total();
 }
 
 }  // namespace fsvd

@@ -1,9 +1,8 @@
 #include "model/model.h"
 
-#include <set>
-
 #include "core/error.h"
 #include "model/pack_cache.h"
+#include "model/storage_counter.h"
 
 namespace fsvd {
 
@@ -53,25 +52,16 @@ void Model::pack() {
 }
 
 int64_t Model::unique_params() const {
-  std::set<const void*> seen;
-  int64_t total = 0;
-  auto add = [&](const Tensor& t) {
-    if (!t.empty() && seen.insert(t.storage_id()).second) total += t.storage_bytes() / sizeof(float);
-  };
-  auto add_linear = [&](const Linear& l) {
-    add(l.first);
-    add(l.second);
-    add(l.bias);
-  };
-  add(embed);
-  add(final_norm);
-  add_linear(lm_head);
+  StorageCounter count;
+  count.add(embed);
+  count.add(final_norm);
+  count.add(lm_head);
   for (const Layer& l : layers) {
-    add(l.attn_norm);
-    add(l.mlp_norm);
-    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add_linear(*lin);
+    count.add(l.attn_norm);
+    count.add(l.mlp_norm);
+    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) count.add(*lin);
   }
-  return total;
+  return count.total();
 }
 
 }  // namespace fsvd

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "tokenizer/json_text.h"
 
 namespace fsvd {
 
@@ -20,14 +20,6 @@ int64_t count_chars(const std::string& s) {
   int64_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
-}
-
-json parse(std::string_view text, const std::string& where) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    fail(where, "not valid JSON: ", e.what());
-  }
 }
 
 // An optional boolean setting; null (BertNormalizer's strip_accents) means `fallback`.
@@ -175,7 +167,7 @@ std::unordered_map<std::string, int32_t> parse_vocab_txt(std::string_view text, 
 }
 
 WordPieceTokenizer wordpiece_from_json(std::string_view tokenizer_json, const std::string& where) {
-  const json j = parse(tokenizer_json, where);
+  const json j = parse_tokenizer_json(tokenizer_json, where);
   check(j.is_object() && j.contains("model"), where, "expected an object with a 'model'");
   const json& model = j.at("model");
   const std::string& kind = type_of(model, "model", where);
@@ -231,7 +223,7 @@ WordPieceTokenizer load_wordpiece(const std::string& dir) {
   const fs::path config_path = root / "tokenizer_config.json";
   if (fs::exists(config_path)) {
     const std::string where = config_path.string();
-    const json c = parse(read_file(where), where);
+    const json c = parse_tokenizer_json(read_file(where), where);
     check(c.is_object(), where, "must hold a JSON object");
     o.basic.lowercase = flag(c, "do_lower_case", true, where);
     o.basic.strip_accents = flag(c, "strip_accents", o.basic.lowercase, where);

@@ -6,6 +6,7 @@
 
 #include "family_test_util.h"
 #include "testing/fails_with.h"
+#include "testing/encoder_files.h"
 #include "testing/random_encoder.h"
 
 namespace fsvd {
@@ -13,49 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 using test::fails_with;
-
-test::StTensor st(const std::string& name, const Tensor& t) {
-  std::vector<float> v(t.data(), t.data() + t.numel());
-  return {name, "F32", t.shape(), test::as_bytes(v)};
-}
-
-// The model's tensors under transformers' names for `arch` (bert or distilbert), with `prefix`.
-std::vector<test::StTensor> hf_tensors(const EncoderModel& m, const std::string& prefix) {
-  const bool distil = m.config.arch == "distilbert";
-  std::vector<test::StTensor> out = {st(prefix + "embeddings.word_embeddings.weight", m.word_embed),
-                                     st(prefix + "embeddings.position_embeddings.weight", m.position_embed),
-                                     st(prefix + "embeddings.LayerNorm.weight", m.embed_norm.weight),
-                                     st(prefix + "embeddings.LayerNorm.bias", m.embed_norm.bias)};
-  if (!distil) out.push_back(st(prefix + "embeddings.token_type_embeddings.weight", m.type_embed));
-  auto add = [&](const std::string& name, const Tensor& w, const Tensor& b) {
-    out.push_back(st(name + ".weight", w));
-    out.push_back(st(name + ".bias", b));
-  };
-  for (size_t i = 0; i < m.layers.size(); ++i) {
-    const EncoderLayer& l = m.layers[i];
-    const std::string p = prefix + (distil ? "transformer.layer." : "encoder.layer.") + std::to_string(i) + ".";
-    const std::pair<std::string, const Linear*> linears[] = {
-        {distil ? "attention.q_lin" : "attention.self.query", &l.q},
-        {distil ? "attention.k_lin" : "attention.self.key", &l.k},
-        {distil ? "attention.v_lin" : "attention.self.value", &l.v},
-        {distil ? "attention.out_lin" : "attention.output.dense", &l.o},
-        {distil ? "ffn.lin1" : "intermediate.dense", &l.up},
-        {distil ? "ffn.lin2" : "output.dense", &l.down}};
-    for (const auto& [name, lin] : linears) add(p + name, lin->first, lin->bias);
-    add(p + (distil ? "sa_layer_norm" : "attention.output.LayerNorm"), l.attn_norm.weight, l.attn_norm.bias);
-    add(p + (distil ? "output_layer_norm" : "output.LayerNorm"), l.mlp_norm.weight, l.mlp_norm.bias);
-  }
-  return out;
-}
-
-json bert_config(const EncoderConfig& c) {
-  return {{"model_type", "bert"},         {"architectures", {"BertModel"}},
-          {"hidden_size", c.hidden},      {"intermediate_size", c.intermediate},
-          {"num_hidden_layers", c.n_layers}, {"num_attention_heads", c.n_heads},
-          {"vocab_size", c.vocab},        {"max_position_embeddings", c.max_positions},
-          {"type_vocab_size", c.type_vocab}, {"hidden_act", "gelu"},
-          {"layer_norm_eps", 1e-12}};
-}
 
 void expect_equal(const Tensor& a, const Tensor& b) {
   ASSERT_EQ(a.shape(), b.shape());
@@ -73,10 +31,10 @@ class EncoderFamily : public ::testing::Test {
 };
 
 TEST_F(EncoderFamily, LoadsSentenceTransformersBert) {
-  auto tensors = hf_tensors(model_, "");
-  tensors.push_back(st("pooler.dense.weight", model_.classifier.pre.first));  // unused by embeddings
-  tensors.push_back(st("pooler.dense.bias", model_.classifier.pre.bias));
-  write(bert_config(model_.config), tensors);
+  auto tensors = testing::encoder_hf_tensors(model_, "");
+  tensors.push_back(testing::st_tensor("pooler.dense.weight", model_.classifier.pre.first));  // unused by embeddings
+  tensors.push_back(testing::st_tensor("pooler.dense.bias", model_.classifier.pre.bias));
+  write(testing::bert_config_json(model_.config), tensors);
   dir_.write("modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
     {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
     {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])");
@@ -100,12 +58,12 @@ TEST_F(EncoderFamily, LoadsSentenceTransformersBert) {
 }
 
 TEST_F(EncoderFamily, LoadsBertClassifierWithLabels) {
-  auto tensors = hf_tensors(model_, "bert.");
-  tensors.push_back(st("bert.pooler.dense.weight", model_.classifier.pre.first));
-  tensors.push_back(st("bert.pooler.dense.bias", model_.classifier.pre.bias));
-  tensors.push_back(st("classifier.weight", model_.classifier.out.first));
-  tensors.push_back(st("classifier.bias", model_.classifier.out.bias));
-  json config = bert_config(model_.config);
+  auto tensors = testing::encoder_hf_tensors(model_, "bert.");
+  tensors.push_back(testing::st_tensor("bert.pooler.dense.weight", model_.classifier.pre.first));
+  tensors.push_back(testing::st_tensor("bert.pooler.dense.bias", model_.classifier.pre.bias));
+  tensors.push_back(testing::st_tensor("classifier.weight", model_.classifier.out.first));
+  tensors.push_back(testing::st_tensor("classifier.bias", model_.classifier.out.bias));
+  json config = testing::bert_config_json(model_.config);
   config["architectures"] = {"BertForSequenceClassification"};
   config["id2label"] = {{"0", "negative"}, {"1", "positive"}};
   write(config, tensors);
@@ -126,7 +84,7 @@ TEST_F(EncoderFamily, LoadsDistilBert) {
   write({{"model_type", "distilbert"}, {"architectures", {"DistilBertModel"}}, {"dim", c.hidden},
          {"hidden_dim", c.intermediate}, {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"vocab_size", c.vocab},
          {"max_position_embeddings", c.max_positions}, {"activation", "gelu"}},
-        hf_tensors(want, "distilbert."));
+        testing::encoder_hf_tensors(want, "distilbert."));
   const EncoderModel m = load_encoder(dir_.path());
   EXPECT_EQ(m.config.type_vocab, 0);
   EXPECT_TRUE(m.type_embed.empty());
@@ -134,12 +92,12 @@ TEST_F(EncoderFamily, LoadsDistilBert) {
 }
 
 TEST_F(EncoderFamily, ClearErrors) {
-  json config = bert_config(model_.config);
-  auto tensors = hf_tensors(model_, "");
+  json config = testing::bert_config_json(model_.config);
+  auto tensors = testing::encoder_hf_tensors(model_, "");
   write(config, tensors);
   ASSERT_NO_THROW(load_encoder(dir_.path()));
 
-  tensors.push_back(st("cls.predictions.bias", model_.layers[0].q.bias));
+  tensors.push_back(testing::st_tensor("cls.predictions.bias", model_.layers[0].q.bias));
   write(config, tensors);
   EXPECT_TRUE(fails_with([&] { load_encoder(dir_.path()); }, "cls.predictions.bias"));
   tensors.pop_back();

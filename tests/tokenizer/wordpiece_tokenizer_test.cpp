@@ -50,7 +50,7 @@ TEST(WordPieceTokenizer, BadVocabularies) {
   EXPECT_TRUE(fails_with([] { WordPieceTokenizer(parse_vocab_txt("a\nb\n", "v"), {}, "v"); }, "no '[UNK]'"));
   EXPECT_TRUE(fails_with([] { parse_vocab_txt("", "v"); }, "empty"));
   EXPECT_TRUE(fails_with([] { wordpiece_from_json(R"({"model": {"type": "BPE"}})", "t.json"); }, "not WordPiece"));
-  EXPECT_TRUE(fails_with([] { wordpiece_from_json("{", "t.json"); }, "not valid JSON"));
+  EXPECT_TRUE(fails_with([] { wordpiece_from_json("{", "t.json"); }, "invalid JSON"));
   EXPECT_TRUE(fails_with(
       [] {
         wordpiece_from_json(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}},
