@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config python3 python3-pip
           libopenblas-dev libopenblas-openmp-dev liblapacke-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libssl-dev libpcre2-dev libminizip-dev zlib1g-dev libcpp-httplib-dev python3-venv
           libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev libomp-14-dev)
+packages+=(libicu-dev)  # Unicode for the BERT tokenizer
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -11,6 +11,12 @@ if model=$(build/flashsvd pull 2>/dev/null); then
 else
   echo "note: default model unavailable (offline?); its reference tests will skip" >&2
 fi
+# The default encoder's reference tests need all-MiniLM-L6-v2; the same.
+if encoder=$(build/flashsvd pull --encoder 2>/dev/null); then
+  export FLASHSVD_MINILM_DIR="$encoder"
+else
+  echo "note: default encoder unavailable (offline?); its reference tests will skip" >&2
+fi
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
 # The server end to end: the official openai client (and raw sockets) against `flashsvd serve`.

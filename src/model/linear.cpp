@@ -35,4 +35,13 @@ PackedLinear pack_linears(const std::vector<const Linear*>& linears, PackCache& 
   return packed;
 }
 
+PackedLinear pack_in_place(const std::vector<Linear*>& linears, PackCache& cache) {
+  PackedLinear packed = pack_linears(std::vector<const Linear*>(linears.begin(), linears.end()), cache);
+  for (size_t i = 0; i < linears.size(); ++i) {
+    const PackedLinear::Part& p = packed.parts[i];
+    linears[i]->first = packed.first.rows(p.offset, p.offset + p.rows);
+  }
+  return packed;
+}
+
 }  // namespace fsvd

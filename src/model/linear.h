@@ -42,5 +42,8 @@ struct PackedLinear {
 // share storage (layers of a shared-basis group): pack once per group.
 struct PackCache;
 PackedLinear pack_linears(const std::vector<const Linear*>& linears, PackCache& cache);
+// pack_linears, then points each linear's `first` into the packed storage so
+// each weight is held once.
+PackedLinear pack_in_place(const std::vector<Linear*>& linears, PackCache& cache);
 
 }  // namespace fsvd

@@ -1,9 +1,8 @@
 #include "model/model.h"
 
-#include <set>
-
 #include "core/error.h"
 #include "model/pack_cache.h"
+#include "model/storage_counter.h"
 
 namespace fsvd {
 
@@ -47,40 +46,22 @@ void Model::validate_packed(const std::string& user) const {
 void Model::pack() {
   PackCache cache;
   for (Layer& l : layers) {
-    l.qkv = pack_linears({&l.q, &l.k, &l.v}, cache);
-    l.gate_up = pack_linears({&l.gate, &l.up}, cache);
-    // Point the individual first factors into the packed storage so each
-    // weight is held once.
-    Linear* members[] = {&l.q, &l.k, &l.v, &l.gate, &l.up};
-    const PackedLinear* packs[] = {&l.qkv, &l.qkv, &l.qkv, &l.gate_up, &l.gate_up};
-    const int part_index[] = {0, 1, 2, 0, 1};
-    for (int m = 0; m < 5; ++m) {
-      const PackedLinear::Part& p = packs[m]->parts[part_index[m]];
-      members[m]->first = packs[m]->first.rows(p.offset, p.offset + p.rows);
-    }
+    l.qkv = pack_in_place({&l.q, &l.k, &l.v}, cache);
+    l.gate_up = pack_in_place({&l.gate, &l.up}, cache);
   }
 }
 
 int64_t Model::unique_params() const {
-  std::set<const void*> seen;
-  int64_t total = 0;
-  auto add = [&](const Tensor& t) {
-    if (!t.empty() && seen.insert(t.storage_id()).second) total += t.storage_bytes() / sizeof(float);
-  };
-  auto add_linear = [&](const Linear& l) {
-    add(l.first);
-    add(l.second);
-    add(l.bias);
-  };
-  add(embed);
-  add(final_norm);
-  add_linear(lm_head);
+  StorageCounter count;
+  count.add(embed);
+  count.add(final_norm);
+  count.add(lm_head);
   for (const Layer& l : layers) {
-    add(l.attn_norm);
-    add(l.mlp_norm);
-    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) add_linear(*lin);
+    count.add(l.attn_norm);
+    count.add(l.mlp_norm);
+    for (const Linear* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) count.add(*lin);
   }
-  return total;
+  return count.total();
 }
 
 }  // namespace fsvd

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/json_text.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace fsvd {
@@ -203,7 +204,9 @@ BpeVocab vocab_from_json(const json& j, const json& config, const std::string& w
   return v;
 }
 
-json parse_json(std::string_view text, const std::string& where) {
+}  // namespace
+
+json parse_tokenizer_json(std::string_view text, const std::string& where) {
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
@@ -211,12 +214,10 @@ json parse_json(std::string_view text, const std::string& where) {
   }
 }
 
-}  // namespace
-
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view tokenizer_json, std::string_view config_json,
                                                const std::string& where) {
-  const json j = parse_json(tokenizer_json, where);
-  const json config = config_json.empty() ? json::object() : parse_json(config_json, where + " (tokenizer_config)");
+  const json j = parse_tokenizer_json(tokenizer_json, where);
+  const json config = config_json.empty() ? json::object() : parse_tokenizer_json(config_json, where + " (tokenizer_config)");
   try {
     return std::make_unique<BpeTokenizer>(vocab_from_json(j, config.is_object() ? config : json::object(), where));
   } catch (const json::exception& e) {  // a value of an unexpected JSON type
@@ -233,7 +234,7 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
 std::string read_config_chat_template(const std::string& dir) {
   const auto path = std::filesystem::path(dir) / "tokenizer_config.json";
   if (!std::filesystem::exists(path)) return {};
-  const json config = parse_json(read_file(path.string()), path.string());
+  const json config = parse_tokenizer_json(read_file(path.string()), path.string());
   try {
     return config.is_object() ? chat_template_of(config) : std::string();
   } catch (const json::exception& e) {

@@ -12,6 +12,10 @@ std::string shared_data(const std::string& relative);
 // cache that `flashsvd pull` fills, else a scratch copy in /tmp/smol; "" if none exists.
 std::string smollm2_gguf();
 
+// The all-MiniLM-L6-v2 directory: $FLASHSVD_MINILM_DIR, else the user cache
+// that `flashsvd pull --encoder` fills; "" if none exists.
+std::string minilm_dir();
+
 // A committed fixture under tests/fixtures/.
 std::string fixture(const std::string& relative);
 

@@ -8,7 +8,7 @@
 namespace fsvd::cpu {
 
 void attention(const float* q, int64_t ldq, const KvView& kv, int n, int pos0, const HeadShape& shape,
-               float* out) {
+               float* out, bool causal) {
   const int hd = shape.head_dim;
   const int group = shape.n_heads / shape.n_kv_heads;
   const int64_t out_stride = int64_t{shape.n_heads} * hd;
@@ -21,7 +21,7 @@ void attention(const float* q, int64_t ldq, const KvView& kv, int n, int pos0, c
       for (int h = 0; h < shape.n_heads; ++h) {
         const float* qh = q + i * ldq + int64_t{h} * hd;
         const int64_t kv_off = int64_t{h / group} * hd;
-        const int len = pos0 + i + 1;
+        const int len = causal ? pos0 + i + 1 : pos0 + n;
         for (int t = 0; t < len; ++t) {
           const float* kt = kv.k + kv.row(t) * kv.ld + kv_off;
           float dot = 0;

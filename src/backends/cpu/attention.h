@@ -26,9 +26,10 @@ struct KvView {
 };
 
 // Query row i (of n) sits at position pos0 + i and attends to cache positions
-// [0, pos0 + i]. q: [n, n_heads * head_dim] with row stride ldq; out: [n,
-// n_heads * head_dim]. Scores are scaled by 1/sqrt(head_dim).
+// [0, pos0 + i], or with `causal` false (an encoder) to all of [0, pos0 + n).
+// q: [n, n_heads * head_dim] with row stride ldq; out: [n, n_heads * head_dim].
+// Scores are scaled by 1/sqrt(head_dim).
 void attention(const float* q, int64_t ldq, const KvView& kv, int n, int pos0, const HeadShape& shape,
-               float* out);
+               float* out, bool causal = true);
 
 }  // namespace fsvd::cpu

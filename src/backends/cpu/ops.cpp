@@ -53,6 +53,33 @@ void silu_mul(const float* gate, const float* up, int64_t count, float* out) {
   }
 }
 
+void layernorm(const float* x, const float* w, const float* b, int64_t n, int64_t dim, float eps, float* out) {
+#pragma omp parallel for schedule(static) if (n * dim >= kParallelMin)
+  for (int64_t r = 0; r < n; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = out + r * dim;
+    double sum = 0, ss = 0;
+    for (int64_t i = 0; i < dim; ++i) sum += xr[i];
+    const double mean = sum / static_cast<double>(dim);
+    for (int64_t i = 0; i < dim; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(dim) + eps));
+    const float m = static_cast<float>(mean);
+    for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] - m) * inv * w[i] + b[i];
+  }
+}
+
+void gelu(float* x, int64_t count) {
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
+  for (int64_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+void l2_normalize(float* x, int64_t n) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::max(std::sqrt(ss), 1e-12));
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 void softmax(float* x, int64_t n) {
   const float mx = *std::max_element(x, x + n);
   float sum = 0;

@@ -18,6 +18,17 @@ void rope(float* x, int64_t n, int64_t ld, int n_heads, int head_dim, int pos0,
 // out = silu(gate) * up elementwise over count values (out may alias gate or up).
 void silu_mul(const float* gate, const float* up, int64_t count, float* out);
 
+// out[r] = (x[r] - mean) / sqrt(var + eps) * w + b over rows of width dim
+// (population variance, as torch's LayerNorm); statistics in double.
+void layernorm(const float* x, const float* w, const float* b, int64_t n, int64_t dim, float eps, float* out);
+
+// In place: x = x * Φ(x), the exact (erf) GELU of BERT's "gelu".
+void gelu(float* x, int64_t count);
+
+// In-place L2 normalization of x[0..n) (sentence-transformers' Normalize:
+// divides by max(norm, 1e-12)).
+void l2_normalize(float* x, int64_t n);
+
 // In-place softmax of x[0..n), max-subtracted.
 void softmax(float* x, int64_t n);
 

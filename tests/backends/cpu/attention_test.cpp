@@ -91,5 +91,20 @@ TEST(CpuAttention, PagedCacheMatchesDense) {
   EXPECT_EQ(paged, dense);
 }
 
+// An encoder's rows attend to the whole sequence: each equals a causal query placed last.
+TEST(CpuAttention, NonCausalRowsSeeTheWholeSequence) {
+  const int n = 6, heads = 2, hd = 8;
+  const int64_t dim = heads * hd;
+  const std::vector<float> q = testing::random_normal(n * dim, 21), k = testing::random_normal(n * dim, 22),
+                           v = testing::random_normal(n * dim, 23);
+  const KvView kv{k.data(), v.data(), dim};
+  std::vector<float> all(n * dim), one(dim);
+  attention(q.data(), dim, kv, n, 0, {heads, heads, hd}, all.data(), /*causal=*/false);
+  for (int i = 0; i < n; ++i) {
+    attention(q.data() + i * dim, dim, kv, 1, n - 1, {heads, heads, hd}, one.data());
+    for (int64_t d = 0; d < dim; ++d) EXPECT_FLOAT_EQ(all[i * dim + d], one[d]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace fsvd::cpu

@@ -95,5 +95,40 @@ TEST(CpuOps, SoftmaxIsStableForLargeLogits) {
   for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], want[i] / sum, 1e-6) << i;
 }
 
+TEST(CpuOps, LayernormMatchesPlainLoops) {
+  const int64_t n = 5, dim = 33;
+  const float eps = 1e-12f;
+  std::vector<float> x = random_normal(n * dim, 4, 2.0f), w = random_normal(dim, 5), b = random_normal(dim, 6);
+  for (float& v : x) v += 3.0f;  // a mean far from 0
+  std::vector<float> out(n * dim);
+  layernorm(x.data(), w.data(), b.data(), n, dim, eps, out.data());
+  for (int64_t r = 0; r < n; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < dim; ++i) mean += x[r * dim + i] / double(dim);
+    for (int64_t i = 0; i < dim; ++i) var += (x[r * dim + i] - mean) * (x[r * dim + i] - mean) / double(dim);
+    for (int64_t i = 0; i < dim; ++i) {
+      const double want = (x[r * dim + i] - mean) / std::sqrt(var + eps) * w[i] + b[i];
+      EXPECT_NEAR(out[r * dim + i], want, 1e-5 * (1 + std::abs(want))) << r << "," << i;
+    }
+  }
+}
+
+TEST(CpuOps, GeluIsTheErfForm) {
+  std::vector<float> x = {-3.0f, -1.0f, 0.0f, 0.5f, 1.0f, 2.0f};
+  gelu(x.data(), static_cast<int64_t>(x.size()));
+  // x * Phi(x), Phi the standard normal CDF (the tanh approximation differs in the 4th digit).
+  const std::vector<float> want = {-0.00404969f, -0.15865525f, 0.0f, 0.34573123f, 0.84134475f, 1.95449974f};
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], want[i], 1e-6) << i;
+}
+
+TEST(CpuOps, L2NormalizeMakesUnitVectorsAndKeepsZero) {
+  std::vector<float> x = {3.0f, 4.0f}, zero = {0.0f, 0.0f};
+  l2_normalize(x.data(), 2);
+  EXPECT_FLOAT_EQ(x[0], 0.6f);
+  EXPECT_FLOAT_EQ(x[1], 0.8f);
+  l2_normalize(zero.data(), 2);
+  EXPECT_EQ(zero[0], 0.0f);
+}
+
 }  // namespace
 }  // namespace fsvd::cpu

@@ -1,0 +1,84 @@
+// `flashsvd embed` and `flashsvd info` on an encoder, as a user runs them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "testing/cli_run.h"
+#include "testing/data_paths.h"
+#include "testing/files.h"
+
+namespace fsvd {
+namespace {
+
+using testing::run_cli;
+
+TEST(EmbedCli, BadFlagCombinationsAreRejected) {
+  testing::CliResult r = run_cli("embed -m /nonexistent -p a --input b");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("exactly one of -p TEXT or --input FILE"), std::string::npos) << r.err;
+  r = run_cli("embed -m /nonexistent -p a -o x.npy --json");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("at most one of"), std::string::npos) << r.err;
+  r = run_cli("embed -m /nonexistent -p a");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
+}
+
+class EmbedMiniLm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::minilm_dir();
+    if (dir_.empty()) GTEST_SKIP() << "all-MiniLM-L6-v2 not cached (run `flashsvd pull --encoder`)";
+  }
+  std::string dir_;
+};
+
+// One embedding per line, in order: the JSON rows are unit vectors, and the
+// .npy holds the same numbers.
+TEST_F(EmbedMiniLm, JsonAndNpyOutputs) {
+  const std::string input = test::unique_temp_path("embed_in") + ".txt";
+  const std::string npy = test::unique_temp_path("embed_out") + ".npy";
+  std::ofstream(input) << "A man is playing a guitar.\nSomeone plays music.\n\nThe stock market fell.\n";
+  const testing::CliResult j = run_cli("embed -t 1 --batch 3 -m " + dir_ + " --input " + input + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.err.find("embedded 4/4"), std::string::npos) << j.err;
+  const nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["dim"], 384);
+  ASSERT_EQ(out["embeddings"].size(), 4u);
+  for (const nlohmann::json& e : out["embeddings"]) {
+    double norm = 0;
+    for (float x : e.get<std::vector<float>>()) norm += double{x} * x;
+    EXPECT_NEAR(norm, 1.0, 1e-5);
+  }
+  const testing::CliResult n = run_cli("embed -t 1 -m " + dir_ + " --input " + input + " -o " + npy);
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  const std::string bytes = test::read_file(npy);
+  ASSERT_GT(bytes.size(), 4u * 384 * 4);
+  EXPECT_NE(bytes.find("'shape': (4,384,)"), std::string::npos);
+  float last;
+  std::memcpy(&last, bytes.data() + bytes.size() - 4, 4);
+  EXPECT_FLOAT_EQ(last, out["embeddings"][3][383].get<float>());
+  std::remove(input.c_str());
+  std::remove(npy.c_str());
+}
+
+TEST_F(EmbedMiniLm, InfoDescribesTheEncoder) {
+  const testing::CliResult r = run_cli("info -m " + dir_ + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["arch"], "bert");
+  EXPECT_EQ(j["config"]["layers"], 6);
+  EXPECT_EQ(j["pooling"], "mean");
+  EXPECT_EQ(j["normalize"], true);
+  EXPECT_EQ(j["max_tokens"], 256);
+  EXPECT_EQ(j["linears"].size(), 36u);
+  EXPECT_EQ(j["params"], 22565376);  // the safetensors minus the unused pooler
+}
+
+}  // namespace
+}  // namespace fsvd
