@@ -228,6 +228,10 @@ void HttpServer::stop() {
 
 void HttpServer::cancel(const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) engine_.cancel(id);
+  wake_engine();
+}
+
+void HttpServer::wake_engine() {
   {
     std::lock_guard lock(mutex_);
     work_ = true;
@@ -455,11 +459,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
     }
     return refuse(400, admission_error);
   }
-  {
-    std::lock_guard lock(mutex_);
-    work_ = true;
-  }
-  changed_.notify_all();
+  wake_engine();
 
   const int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -60,6 +60,8 @@ class HttpServer {
   void engine_loop();
   // Ends the ids' requests at the next step (a client left, or shutdown).
   void cancel(const std::vector<uint64_t>& ids);
+  // Tells the engine thread there is work (a submit or a cancellation).
+  void wake_engine();
   std::string next_id(bool chat);
 
   Engine& engine_;

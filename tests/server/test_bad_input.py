@@ -192,9 +192,12 @@ def test_a_client_that_stops_reading_is_cancelled(client_for):
         data = json.dumps({"prompt": ["Once"] * 128, "max_tokens": 400, "stream": True, "ignore_eos": True,
                            "logprobs": 20}).encode()
         s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-        assert wait_idle(server, timeout=60)  # never read: the write times out, the request is cancelled
-        time.sleep(3)  # the blocked write's timeout
+        # Never read: the blocked write times out (2 s) and the request is cancelled.
+        deadline = time.time() + 60
+        while "finish=cancelled" not in server.stderr() and time.time() < deadline:
+            time.sleep(0.2)
         assert "finish=cancelled" in server.stderr()
+        assert wait_idle(server, timeout=10)
         s.close()
         status, payload, _ = post(server, "/v1/completions", OK_BODY)
         assert status == 200
