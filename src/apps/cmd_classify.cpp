@@ -9,7 +9,7 @@
 
 #include "apps/commands.h"
 #include "apps/encoder_session.h"
-#include "backends/cpu/cpu_encoder.h"
+#include "apps/executor_choice.h"
 #include "core/error.h"
 
 namespace fsvd {
@@ -22,7 +22,7 @@ struct ClassifyFlags {
   std::string input;  // one input a line; "A<TAB>B" is a pair
   bool json = false;
   int batch = 32;
-  int threads = 0;
+  ModelFlags device;  // --device, --precision, --threads
 };
 
 struct Text {
@@ -48,14 +48,14 @@ void run(const ClassifyFlags& f) {
   const EncoderSession s = open_encoder(f.model);
   const std::vector<std::string>& labels = s.model.classifier.labels;
   check(!labels.empty(), s.path, "is not a sequence-classification model (no classifier head)");
-  CpuEncoder encoder(s.model, f.threads);
+  const std::unique_ptr<EncoderExecutor> encoder = make_encoder_executor(s.model, f.device);
   const int64_t k = static_cast<int64_t>(labels.size()), n = static_cast<int64_t>(texts.size());
   std::vector<float> logits;
   for_each_batch(n, f.batch, "classified", [&](int64_t begin, int64_t end) {
     std::vector<EncoderInput> batch;
     for (int64_t i = begin; i < end; ++i)
       batch.push_back(s.tokenizer.encode(texts[i].a, texts[i].b, s.model.max_tokens));
-    const std::vector<float> l = encoder.classify(batch);
+    const std::vector<float> l = encoder->classify(batch);
     logits.insert(logits.end(), l.begin(), l.end());
   });
 
@@ -87,7 +87,7 @@ void run(const ClassifyFlags& f) {
 
 void add_classify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "classify", "Labels and probabilities of a sequence-classification encoder, one result per input (CPU, fp32)");
+      "classify", "Labels and probabilities of a sequence-classification encoder, one result per input");
   auto f = std::make_shared<ClassifyFlags>();
   cmd->add_option("-m,--model", f->model, "Sequence-classification encoder directory (Hugging Face)")->required();
   cmd->add_option("-p,--prompt", f->prompt, "One text to classify");
@@ -95,7 +95,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_option("--input", f->input, "File of inputs, one per line; A<TAB>B is a sentence pair");
   cmd->add_flag("--json", f->json, "Print JSON [{label, scores}] instead of one tab-separated line per input");
   cmd->add_option("--batch", f->batch, "Inputs per forward pass")->check(CLI::Range(1, 4096));
-  cmd->add_option("-t,--threads", f->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  add_encoder_device_flags(*cmd, f->device);
   cmd->callback([f] { run(*f); });
 }
 

@@ -1,12 +1,12 @@
 // flashsvd embed: sentence embeddings of an encoder (all-MiniLM-L6-v2 by
-// default), one per input line, computed in batches by the CPU reference.
+// default), one per input line, computed in batches on --device.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "apps/commands.h"
 #include "apps/encoder_session.h"
-#include "backends/cpu/cpu_encoder.h"
+#include "apps/executor_choice.h"
 #include "core/error.h"
 #include "formats/npy.h"
 
@@ -20,7 +20,7 @@ struct EmbedFlags {
   std::string out;
   bool json = false;
   int batch = 32;
-  int threads = 0;
+  ModelFlags device;  // --device, --precision, --threads
 };
 
 void run(const EmbedFlags& f) {
@@ -28,14 +28,14 @@ void run(const EmbedFlags& f) {
   check(f.out.empty() || !f.json, "embed", "give at most one of -o OUT.npy or --json");
   const std::vector<std::string> texts = f.input.empty() ? std::vector<std::string>{f.prompt} : read_input_lines(f.input);
   const EncoderSession s = open_encoder(f.model);
-  CpuEncoder encoder(s.model, f.threads);
+  const std::unique_ptr<EncoderExecutor> encoder = make_encoder_executor(s.model, f.device);
   const int64_t d = s.model.config.hidden, n = static_cast<int64_t>(texts.size());
   std::vector<float> out;
   out.reserve(n * d);
   for_each_batch(n, f.batch, "embedded", [&](int64_t begin, int64_t end) {
     std::vector<EncoderInput> batch;
     for (int64_t i = begin; i < end; ++i) batch.push_back(s.tokenizer.encode(texts[i], std::nullopt, s.model.max_tokens));
-    const std::vector<float> e = encoder.embed(batch);
+    const std::vector<float> e = encoder->embed(batch);
     out.insert(out.end(), e.begin(), e.end());
   });
 
@@ -58,7 +58,7 @@ void run(const EmbedFlags& f) {
 }  // namespace
 
 void add_embed_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("embed", "Sentence embeddings of an encoder, one per input line (CPU, fp32)");
+  auto* cmd = app.add_subcommand("embed", "Sentence embeddings of an encoder, one per input line");
   auto f = std::make_shared<EmbedFlags>();
   cmd->add_option("-m,--model", f->model,
                   "Encoder directory (Hugging Face or sentence-transformers); default: all-MiniLM-L6-v2");
@@ -67,7 +67,7 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("-o,--out", f->out, "Write the embeddings as an fp32 .npy [inputs, dim]");
   cmd->add_flag("--json", f->json, "Print JSON {model, dim, embeddings} instead of one line of numbers per input");
   cmd->add_option("--batch", f->batch, "Inputs per forward pass")->check(CLI::Range(1, 4096));
-  cmd->add_option("-t,--threads", f->threads, "CPU threads (0: all)")->check(CLI::Range(0, 1024));
+  add_encoder_device_flags(*cmd, f->device);
   cmd->callback([f] { run(*f); });
 }
 

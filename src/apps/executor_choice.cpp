@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "backends/cpu/cpu_encoder.h"
 #include "backends/cpu/cpu_executor.h"
 #include "core/error.h"
 #ifdef FLASHSVD_CUDA
@@ -39,7 +40,7 @@ cuda::CudaOptions cuda_options(const ModelFlags& flags) {
 
 // `build` makes the CUDA executor; it is only called in CUDA builds with a GPU.
 template <typename Build>
-std::unique_ptr<Executor> make_cuda_executor([[maybe_unused]] Build&& build) {
+auto make_cuda_executor([[maybe_unused]] Build&& build) -> decltype(build()) {
 #ifdef FLASHSVD_CUDA
   check(gpu_present(), "--device", "cuda: no CUDA GPU found");
   return build();
@@ -49,7 +50,7 @@ std::unique_ptr<Executor> make_cuda_executor([[maybe_unused]] Build&& build) {
 }
 
 template <typename BuildCuda, typename BuildCpu>
-std::unique_ptr<Executor> choose(const std::string& device, BuildCuda&& cuda, BuildCpu&& cpu) {
+auto choose(const std::string& device, BuildCuda&& cuda, BuildCpu&& cpu) -> decltype(cuda()) {
   if (device == "cpu") return cpu();
   if (device == "cuda") return make_cuda_executor(cuda);
   check(device == "auto", "--device", "unknown device '", device, "' (expected auto, cpu or cuda)");
@@ -145,6 +146,15 @@ std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, con
         return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), cpu_pages(context, batch), context,
                                                    flags.threads);
       });
+}
+
+std::unique_ptr<EncoderExecutor> make_encoder_executor(const EncoderModel& model, const ModelFlags& flags) {
+  return choose(
+      flags.device,
+      [&]() -> std::unique_ptr<EncoderExecutor> {
+        fail("--device", "cuda: the GPU encoder is not built yet");
+      },
+      [&]() -> std::unique_ptr<EncoderExecutor> { return std::make_unique<CpuEncoder>(model, flags.threads); });
 }
 
 }  // namespace fsvd

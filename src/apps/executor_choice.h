@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/model_flags.h"
+#include "backends/encoder_executor.h"
 #include "backends/executor.h"
 #include "model/model.h"
 #include "model/synthetic.h"
@@ -30,5 +31,10 @@ std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& fl
 // or on the host for --device cpu.
 std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
                                                   const BatchShape& batch = {});
+
+// An encoder on flags.device (auto: the GPU when there is one and it takes the
+// model) with flags.precision on the GPU, flags.threads on the CPU. `model`
+// must be packed and outlive the executor.
+std::unique_ptr<EncoderExecutor> make_encoder_executor(const EncoderModel& model, const ModelFlags& flags);
 
 }  // namespace fsvd

@@ -25,6 +25,8 @@ struct ModelFlags {
 // --precision, --pdl).
 enum class ModelUse { load, cpu, any_device };
 std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use);
+// --threads, --device and --precision of the encoder commands (embed, classify).
+void add_encoder_device_flags(CLI::App& cmd, ModelFlags& flags);
 // The model path, fetching the default model when none was given.
 std::string resolve_model_path(const ModelFlags& flags);
 

@@ -5,27 +5,21 @@
 #include <span>
 #include <vector>
 
-#include "model/encoder.h"
+#include "backends/encoder_executor.h"
 
 namespace fsvd {
 
-class CpuEncoder {
+class CpuEncoder : public EncoderExecutor {
  public:
   // `model` must be packed and outlive the encoder; `threads` <= 0 uses every
   // processor (applied to OpenMP and OpenBLAS at each call).
   CpuEncoder(const EncoderModel& model, int threads);
 
-  // Final token states of every input, packed: input i's rows are
-  // [offsets[i], offsets[i + 1]) of states [rows, hidden]. Throws on empty
-  // inputs, inputs longer than the position table, or out-of-range ids.
-  void forward(std::span<const EncoderInput> batch, std::vector<float>& states, std::vector<int64_t>& offsets);
-  // [batch, hidden]: each input pooled as the model says, L2-normalized when it says so.
-  std::vector<float> embed(std::span<const EncoderInput> batch);
-  // [batch, labels]: the classifier's logits on each input's first token.
-  std::vector<float> classify(std::span<const EncoderInput> batch);
+  void forward(std::span<const EncoderInput> batch, std::vector<float>& states,
+               std::vector<int64_t>& offsets) override;
+  ExecutorStats stats() override;
 
  private:
-  void check_input(const EncoderInput& in, size_t index) const;
   void run_layer(const EncoderLayer& l, std::span<const int64_t> offsets, int64_t n);
 
   const EncoderModel& model_;
