@@ -19,9 +19,9 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
+#include "backends/cuda/flash_attention.h"
 #include "backends/cuda/identity_pages.h"
 #include "backends/cuda/kv_store.h"
-#include "backends/cuda/prefill_attention.h"
 
 using namespace fsvd::cuda;
 

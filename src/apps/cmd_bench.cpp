@@ -12,6 +12,7 @@
 #include "apps/executor_choice.h"
 #include "apps/model_flags.h"
 #include "apps/session.h"
+#include "apps/encoder_bench.h"
 #include "apps/synthetic_flags.h"
 #include "core/error.h"
 #include "model/synthetic.h"
@@ -26,6 +27,7 @@ struct BenchFlags {
   std::vector<std::string> modes;  // empty: --graph
   int repeat = 3;
   bool json = false;
+  EncoderBenchShape encoder;  // --seq, --varlen (and --batch) of a synthetic encoder
 };
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -193,8 +195,38 @@ void print_table(const std::vector<nlohmann::json>& rows) {
                 r["weight_bytes"].get<double>() / (1 << 30), r["kv_cache_bytes"].get<double>() / (1 << 30));
 }
 
+void print_encoder_table(const std::vector<nlohmann::json>& rows) {
+  std::printf("%6s %6s %7s %12s %12s %14s %12s\n", "batch", "seq", "tokens", "latency ms", "best ms", "sequences/s",
+              "peak MiB");
+  for (const nlohmann::json& r : rows)
+    std::printf("%6d %6d %7lld %12.3f %12.3f %14.1f %12.1f\n", r["batch"].get<int>(), r["seq"].get<int>(),
+                r["tokens"].get<long long>(), r["latency_ms"].get<double>(), r["best_ms"].get<double>(),
+                r["sequences_per_s"].get<double>(), r["peak_device_bytes"].get<double>() / (1 << 20));
+}
+
+void print_rows(const std::vector<nlohmann::json>& rows, const std::string& name, bool json,
+                void (*print)(const std::vector<nlohmann::json>&)) {
+  if (json) {
+    std::printf("%s\n", nlohmann::json(rows).dump(2).c_str());
+    return;
+  }
+  std::printf("%s on %s\n", name.c_str(), rows.front()["device"].get<std::string>().c_str());
+  print(rows);
+}
+
+bool is_synthetic_encoder(const std::string& name) {
+  const std::vector<std::string> names = synthetic_encoder_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
   check(f.gen >= 1, "--gen", "must be at least 1");
+  if (sf.given() && is_synthetic_encoder(sf.name)) {
+    EncoderBenchShape shape = f.encoder;
+    if (!f.batches.empty()) shape.batches = f.batches;
+    print_rows(bench_encoder(sf, mf, shape), sf.name, f.json, print_encoder_table);
+    return;
+  }
   std::vector<std::string> modes = f.modes.empty() ? std::vector<std::string>{mf.graph} : f.modes;
   // The model: a checkpoint loaded once, or a synthetic spec built per executor.
   Session session;
@@ -244,15 +276,7 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
       rows.push_back(std::move(row));
     }
   }
-  if (f.json) {
-    std::printf("%s\n", nlohmann::json(rows).dump(2).c_str());
-  } else {
-    std::printf("%s on %s\n", name.c_str(), rows.front()["device"].get<std::string>().c_str());
-    if (f.batches.empty())
-      print_table(rows);
-    else
-      print_batch_table(rows);
-  }
+  print_rows(rows, name, f.json, f.batches.empty() ? print_table : print_batch_table);
 }
 
 }  // namespace
@@ -272,6 +296,10 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"none", "layer", "model"}));
   cmd->add_option("--repeat", f->repeat, "Prefill repetitions (the fastest counts)")->check(CLI::Range(1, 100));
   cmd->add_flag("--json", f->json, "Print the results as JSON instead of a table");
+  cmd->add_option("--seq", f->encoder.seqs, "Encoder input lengths (comma-separated; --synthetic encoders)")
+      ->delimiter(',');
+  cmd->add_flag("--varlen", f->encoder.varlen,
+                "Encoder batches of lengths spread over [16, --seq] (a fixed hash) instead of all --seq long");
   cmd->callback([mf, sf, f] { run(*mf, *sf, *f); });
 }
 

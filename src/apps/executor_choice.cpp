@@ -9,6 +9,7 @@
 #ifdef FLASHSVD_CUDA
 #include <cuda_runtime_api.h>
 
+#include "backends/cuda/cuda_encoder.h"
 #include "backends/cuda/cuda_executor.h"
 #endif
 
@@ -152,7 +153,11 @@ std::unique_ptr<EncoderExecutor> make_encoder_executor(const EncoderModel& model
   return choose(
       flags.device,
       [&]() -> std::unique_ptr<EncoderExecutor> {
-        fail("--device", "cuda: the GPU encoder is not built yet");
+#ifdef FLASHSVD_CUDA
+        return std::make_unique<cuda::CudaEncoder>(model, cuda_options(flags).weights);
+#else
+        return nullptr;
+#endif
       },
       [&]() -> std::unique_ptr<EncoderExecutor> { return std::make_unique<CpuEncoder>(model, flags.threads); });
 }

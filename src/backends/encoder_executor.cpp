@@ -37,6 +37,11 @@ std::vector<int64_t> EncoderExecutor::check_batch(std::span<const EncoderInput> 
   return offsets;
 }
 
+void EncoderExecutor::enqueue(std::span<const EncoderInput> batch) {
+  std::vector<int64_t> offsets;
+  forward(batch, scratch_, offsets);
+}
+
 std::vector<float> EncoderExecutor::embed(std::span<const EncoderInput> batch) {
   const int64_t d = model_.config.hidden;
   std::vector<float> states;

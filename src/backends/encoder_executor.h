@@ -25,6 +25,11 @@ class EncoderExecutor {
   virtual void forward(std::span<const EncoderInput> batch, std::vector<float>& states,
                        std::vector<int64_t>& offsets) = 0;
   virtual ExecutorStats stats() { return {}; }
+  // The forward pass of `batch` with its states left where they are, for
+  // benchmarks: enqueue() starts it (the GPU returns before it finishes),
+  // wait() returns once it has. The default runs forward() and discards.
+  virtual void enqueue(std::span<const EncoderInput> batch);
+  virtual void wait() {}
 
   // [batch, hidden]: each input pooled as the model says, L2-normalized when it says so.
   std::vector<float> embed(std::span<const EncoderInput> batch);

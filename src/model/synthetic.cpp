@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/encoder.h"
 #include "model/model.h"
 
 namespace fsvd {
@@ -125,6 +126,82 @@ Model make_synthetic_model(const SyntheticSpec& spec) {
     l.gate = synthetic_linear(spec, i, SyntheticWeight::gate, c.intermediate, c.hidden);
     l.up = synthetic_linear(spec, i, SyntheticWeight::up, c.intermediate, c.hidden);
     l.down = synthetic_linear(spec, i, SyntheticWeight::down, c.hidden, c.intermediate);
+  }
+  m.validate();
+  m.pack();
+  return m;
+}
+
+namespace {
+
+struct EncoderArchitecture {
+  const char* name;
+  int hidden, intermediate, layers, heads;
+};
+const EncoderArchitecture kEncoders[] = {
+    {"bert-base", 768, 3072, 12, 12},
+    {"bert-large", 1024, 4096, 24, 16},
+    {"minilm-l6", 384, 1536, 6, 12},
+};
+constexpr float kBiasScale = 0.02f;
+constexpr uint32_t kBiasId = 1u << 20;  // bias and LayerNorm shift ids: the weight's id plus this
+constexpr uint32_t kPositionEmbed = 1, kTypeEmbed = 3, kEmbedNorm = 5;
+
+}  // namespace
+
+std::vector<std::string> synthetic_encoder_names() {
+  std::vector<std::string> names;
+  for (const EncoderArchitecture& a : kEncoders) names.emplace_back(a.name);
+  return names;
+}
+
+EncoderModel make_synthetic_encoder(const std::string& name, double keep, uint64_t seed) {
+  check(keep > 0 && keep <= 1, "--ratio", "kept parameter ratio must be in (0, 1], got ", keep);
+  const EncoderArchitecture* arch = nullptr;
+  std::string known;
+  for (const EncoderArchitecture& a : kEncoders) {
+    if (name == a.name) arch = &a;
+    known += (known.empty() ? "" : ", ") + std::string(a.name);
+  }
+  check(arch != nullptr, "--synthetic", "unknown encoder '", name, "' (known: ", known, ")");
+  const SyntheticSpec spec{name, ModelConfig{}, keep, seed, 0};
+  EncoderModel m;
+  EncoderConfig& c = m.config;
+  c.arch = "bert";
+  c.hidden = arch->hidden;
+  c.intermediate = arch->intermediate;
+  c.n_layers = arch->layers;
+  c.n_heads = arch->heads;
+  c.vocab = 30522;
+  c.max_positions = 512;
+  c.type_vocab = 2;
+  m.family = "synthetic";
+  m.source = "synthetic " + name;
+  m.max_tokens = c.max_tokens();
+  const int64_t d = c.hidden, f = c.intermediate;
+  auto norm = [&](uint32_t id) {
+    return LayerNormWeights{synthetic_tensor(spec, id, {d}, kSyntheticNormSpread, true),
+                            synthetic_tensor(spec, id + kBiasId, {d}, kBiasScale)};
+  };
+  m.word_embed = synthetic_tensor(spec, kSyntheticEmbed, {c.vocab, d}, 1.0f);
+  m.position_embed = synthetic_tensor(spec, kPositionEmbed, {c.max_positions, d}, 1.0f);
+  m.type_embed = synthetic_tensor(spec, kTypeEmbed, {c.type_vocab, d}, 1.0f);
+  m.embed_norm = norm(kEmbedNorm);
+  for (int i = 0; i < c.n_layers; ++i) {
+    EncoderLayer& l = m.layers.emplace_back();
+    auto linear = [&](SyntheticWeight w, int64_t out, int64_t in) {
+      Linear lin = synthetic_linear(spec, i, w, out, in);
+      lin.bias = synthetic_tensor(spec, synthetic_tensor_id(i, w, 0) + kBiasId, {out}, kBiasScale);
+      return lin;
+    };
+    l.q = linear(SyntheticWeight::q, d, d);
+    l.k = linear(SyntheticWeight::k, d, d);
+    l.v = linear(SyntheticWeight::v, d, d);
+    l.o = linear(SyntheticWeight::o, d, d);
+    l.up = linear(SyntheticWeight::up, f, d);
+    l.down = linear(SyntheticWeight::down, d, f);
+    l.attn_norm = norm(synthetic_tensor_id(i, SyntheticWeight::attn_norm, 0));
+    l.mlp_norm = norm(synthetic_tensor_id(i, SyntheticWeight::mlp_norm, 0));
   }
   m.validate();
   m.pack();

@@ -49,6 +49,14 @@ struct Model;
 // The whole model on the host (fp32 holding the bf16-exact values), packed.
 Model make_synthetic_model(const SyntheticSpec& spec);
 
+// Encoders with the shapes of public BERT-family models (bert-base,
+// bert-large, minilm-l6), every q/k/v/o/up/down at `keep` by SyntheticSpec's
+// rank rule; biases, LayerNorms and embeddings random too. Built on the host,
+// packed. Throws Error for an unknown name or a bad ratio.
+struct EncoderModel;
+std::vector<std::string> synthetic_encoder_names();
+EncoderModel make_synthetic_encoder(const std::string& name, double keep, uint64_t seed = 0);
+
 constexpr uint32_t kSyntheticEmbed = 0, kSyntheticLmHead = 2, kSyntheticFinalNorm = 4;
 FSVD_HOST_DEVICE constexpr uint32_t synthetic_tensor_id(int layer, SyntheticWeight w, int factor) {
   return 16u + static_cast<uint32_t>(layer) * 32u + static_cast<uint32_t>(w) * 2u + static_cast<uint32_t>(factor);

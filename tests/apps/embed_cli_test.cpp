@@ -17,6 +17,28 @@ namespace {
 
 using testing::run_cli;
 
+// The encoder bench (Table 5's columns) on the CPU: one JSON row per (batch,
+// seq), the token count of fixed or spread lengths.
+TEST(EncoderBenchCli, ReportsLatencyThroughputAndTokens) {
+  testing::CliResult r =
+      run_cli("bench --synthetic minilm-l6 --ratio 0.5 --device cpu -t 1 --batch 2,3 --seq 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["batch"], 3);
+  EXPECT_EQ(rows[1]["tokens"], 60);
+  EXPECT_GT(rows[1]["latency_ms"].get<double>(), 0);
+  EXPECT_GT(rows[1]["sequences_per_s"].get<double>(), 0);
+  r = run_cli("bench --synthetic minilm-l6 --ratio 0.5 --device cpu -t 1 --batch 4 --seq 40 --varlen --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t tokens = nlohmann::json::parse(r.out)[0]["tokens"].get<int64_t>();
+  EXPECT_GE(tokens, 4 * 16);
+  EXPECT_LT(tokens, 4 * 40);
+  r = run_cli("bench --synthetic minilm-l6 --device cpu --seq 600");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--seq"), std::string::npos) << r.err;
+}
+
 TEST(EmbedCli, BadFlagCombinationsAreRejected) {
   testing::CliResult r = run_cli("embed -m /nonexistent -p a --input b");
   EXPECT_NE(r.exit_code, 0);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/dtype.h"
+#include "model/encoder.h"
 #include "model/model.h"
 #include "testing/fails_with.h"
 #include "testing/random_model.h"
@@ -95,6 +96,26 @@ TEST(Synthetic, HostModelHasTheSpecsRanksAndValidates) {
   EXPECT_EQ(m.layers[0].qkv.parts.size(), 3u);
   s.keep = 1.0;
   EXPECT_FALSE(make_synthetic_model(s).layers[0].o.low_rank());
+}
+
+// Encoders: BERT-family shapes, every layer linear at the rank rule, biases
+// and LayerNorms present, packed and valid; bad names and ratios refused.
+TEST(Synthetic, EncodersHaveTheirShapesAndRanks) {
+  const EncoderModel m = make_synthetic_encoder("minilm-l6", 0.5);
+  EXPECT_EQ(m.config.hidden, 384);
+  EXPECT_EQ(m.config.n_layers, 6);
+  EXPECT_EQ(m.config.head_dim(), 32);
+  for (const EncoderLayer& l : m.layers) {
+    EXPECT_EQ(l.q.rank(), 96);     // 384 * 384 * 0.5 / 768
+    EXPECT_EQ(l.up.rank(), 153);   // int(1536 * 384 * 0.5 / 1920)
+    EXPECT_EQ(l.down.rank(), 153);
+    EXPECT_EQ(l.o.bias.numel(), 384);
+    EXPECT_EQ(l.qkv.parts.size(), 3u);
+  }
+  EXPECT_FALSE(make_synthetic_encoder("bert-base", 1.0).layers[0].q.low_rank());
+  EXPECT_EQ(make_synthetic_encoder("bert-large", 1.0).config.n_heads, 16);
+  EXPECT_TRUE(test::fails_with([] { make_synthetic_encoder("bert-huge", 0.5); }, "unknown encoder 'bert-huge'"));
+  EXPECT_TRUE(test::fails_with([] { make_synthetic_encoder("bert-base", 0); }, "(0, 1]"));
 }
 
 }  // namespace

@@ -5,11 +5,12 @@
 #include <utility>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_name.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/embedding.h"
+#include "backends/cuda/flash_attention.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
-#include "backends/cuda/prefill_attention.h"
 #include "backends/cuda/sampling.h"
 #include "backends/cuda/token_select.h"
 #include "core/error.h"
@@ -393,11 +394,7 @@ void CudaExecutor::capture_graphs(std::vector<GraphExec>& graphs, int rows) {
 
 ExecutorStats CudaExecutor::stats() {
   ExecutorStats st;
-  int device = 0;
-  cudaDeviceProp prop{};
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  st.device = std::string("cuda: ") + prop.name;
+  st.device = device_name();
   st.weight_bytes = weights_->bytes_uploaded();
   st.cache_bytes = lowrank_kv_ ? lowrank_kv_->bytes() : k_cache_.bytes() + v_cache_.bytes();
   size_t free_bytes = 0, total_bytes = 0;

@@ -38,23 +38,32 @@ Gemm::Plan::Plan(const Problem& p) {
   FSVD_CUDA_CHECK(cublasLtMatmulDescCreate(op.put(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T;  // W row-major is Wᵀ column-major
   FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+  if (p.bias || p.gelu) {
+    const cublasLtEpilogue_t epilogue = p.gelu ? (p.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                               : CUBLASLT_EPILOGUE_BIAS;
+    FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  }
   make_layout(a.put(), p.ab, p.k, p.m, p.lda, p.batch, p.a_step);
   make_layout(b.put(), p.ab, p.k, p.n, p.ldb, p.batch, p.b_step);
   make_layout(c.put(), p.c, p.m, p.n, p.ldc, p.batch, p.c_step);
 }
+
+size_t Gemm::workspace_bytes() { return kWorkspaceBytes; }
 
 Gemm::Gemm(cudaStream_t stream) : stream_(stream), workspace_(kWorkspaceBytes) {
   FSVD_CUDA_CHECK(cublasLtCreate(handle_.put()));
 }
 
 void Gemm::launch(const Problem& p, const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a,
-                  const void* b, void* c) const {
+                  const void* b, void* c, const void* bias) const {
   const float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
+  if (p.bias)  // the descriptor is the plan's; launches are enqueued one at a time, each with its own vector
+    FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   FSVD_CUDA_CHECK(cublasLtMatmul(handle_, plan.op, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c, plan.c, &algo,
                                  workspace_.data(), workspace_.bytes(), stream_));
 }
 
-void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c) {
+void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c, const void* bias) {
   Handle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
   FSVD_CUDA_CHECK(cublasLtMatmulPreferenceCreate(pref.put()));
   const size_t workspace = workspace_.bytes();
@@ -83,31 +92,34 @@ void Gemm::choose_algorithm(const Problem& p, Plan& plan, const void* a, const v
   }
   float best = 0;
   for (int i = 0; i < count; ++i) {
-    launch(p, plan, found[i].algo, a, b, out);  // warm-up
+    launch(p, plan, found[i].algo, a, b, out, bias);  // warm-up
     const float ms = elapsed_ms(stream_, [&] {
-      for (int r = 0; r < kTimedRuns; ++r) launch(p, plan, found[i].algo, a, b, out);
+      for (int r = 0; r < kTimedRuns; ++r) launch(p, plan, found[i].algo, a, b, out, bias);
     });
     if (i == 0 || ms < best) best = ms, plan.algo = found[i].algo;
   }
 }
 
-void Gemm::multiply(const Problem& p, const void* a, const void* b, void* c) {
+void Gemm::multiply(const Problem& p, const void* a, const void* b, void* c, const void* bias) {
   auto it = plans_.find(p);
   if (it == plans_.end()) {
     auto plan = std::make_unique<Plan>(p);
-    choose_algorithm(p, *plan, a, b, c);
+    choose_algorithm(p, *plan, a, b, c, bias);
     it = plans_.emplace(p, std::move(plan)).first;
   }
-  launch(p, *it->second, it->second->algo, a, b, c);
+  launch(p, *it->second, it->second->algo, a, b, c, bias);
 }
 
 void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy,
-               ElementType y_type, bool accumulate) {
+               ElementType y_type, bool accumulate, const void* bias, Epilogue epilogue) {
   check(w.data && x && y && n >= 0 && ldx >= w.cols && ldy >= w.rows, "Gemm::run", "bad operands: W [", w.rows,
         ", ", w.cols, "], ldx ", ldx, ", ldy ", ldy, ", n ", n);
-  check(!accumulate || y_type == ElementType::F32, "Gemm::run", "accumulation needs an fp32 output");
+  check(!accumulate || y_type == ElementType::F32 || y_type == w.type, "Gemm::run",
+        "accumulation needs an fp32 output or one of the weights' type");
   if (n == 0) return;
-  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, 0, 0, 0, 1, w.type, y_type, accumulate}, w.data, x, y);
+  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, 0, 0, 0, 1, w.type, y_type, accumulate, bias != nullptr,
+            epilogue == Epilogue::gelu_bias},
+           w.data, x, y, bias);
 }
 
 void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
@@ -115,8 +127,9 @@ void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_
   check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
         "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
   if (n == 0) return;
-  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false}, w.data,
-           x, y);
+  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false, false,
+            false},
+           w.data, x, y);
 }
 
 DeviceMatrix row_slice(const DeviceMatrix& w, int64_t begin, int64_t end) {

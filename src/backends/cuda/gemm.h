@@ -24,18 +24,26 @@
 
 namespace fsvd::cuda {
 
+// What the epilogue does after adding the bias (when one is given): nothing,
+// or GELU in cuBLASLt's tanh form (within bf16 rounding of the erf form's
+// values; the encoder's bf16 up projection).
+enum class Epilogue : uint8_t { bias, gelu_bias };
+
 class Gemm {
  public:
   static constexpr int64_t kTuneMinRows = 1024;  // shorter chunks take the heuristic's choice
   static constexpr int kCandidates = 8;
 
   explicit Gemm(cudaStream_t stream);  // every call is enqueued on `stream`
+  static size_t workspace_bytes();     // device memory each instance holds
 
-  // y = x · wᵀ, or y += x · wᵀ when `accumulate` (the residual add, free in
-  // the GEMM epilogue). x: [n, w.cols] of w.type with row stride ldx; y:
-  // [n, w.rows] of y_type with row stride ldy (fp32 when accumulating).
+  // y = x · wᵀ (+ bias), or y += x · wᵀ (+ bias) when `accumulate` (the
+  // residual add, free in the GEMM epilogue). x: [n, w.cols] of w.type with
+  // row stride ldx; y: [n, w.rows] of y_type with row stride ldy (fp32 or
+  // w.type when accumulating); bias: null, or w.rows values of y_type (the
+  // encoder's linears, whose biases the epilogue adds), then `epilogue`.
   void run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy, ElementType y_type,
-           bool accumulate = false);
+           bool accumulate = false, const void* bias = nullptr, Epilogue epilogue = Epilogue::bias);
   // `batch` such products in one launch, product i on w's rows
   // [i * w.rows, (i + 1) * w.rows), x + i * x_step and y + i * y_step (steps
   // in elements): the gate and up second factors, which read different
@@ -50,6 +58,8 @@ class Gemm {
     int batch;
     ElementType ab, c;
     bool accumulate;
+    bool bias;  // the epilogue adds a bias vector (its pointer is set per launch)
+    bool gelu;  // then applies GELU
     auto operator<=>(const Problem&) const = default;
     size_t c_bytes() const;  // the extent of y the product writes
   };
@@ -63,10 +73,10 @@ class Gemm {
     explicit Plan(const Problem& p);
   };
   // c = (c +) a · b through the problem's plan, made (and tuned) on first use.
-  void multiply(const Problem& p, const void* a, const void* b, void* c);
-  void choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c);
+  void multiply(const Problem& p, const void* a, const void* b, void* c, const void* bias = nullptr);
+  void choose_algorithm(const Problem& p, Plan& plan, const void* a, const void* b, void* c, const void* bias);
   void launch(const Problem& p, const Plan& plan, const cublasLtMatmulAlgo_t& algo, const void* a, const void* b,
-              void* c) const;
+              void* c, const void* bias) const;
 
   cudaStream_t stream_;
   Handle<cublasLtHandle_t, cublasLtDestroy> handle_;  // declared first: destroyed after the plans' descriptors

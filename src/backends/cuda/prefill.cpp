@@ -6,9 +6,9 @@
 #include "backends/cuda/decode_attention.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/embedding.h"
+#include "backends/cuda/flash_attention.h"
 #include "backends/cuda/kv_store.h"
 #include "backends/cuda/norm.h"
-#include "backends/cuda/prefill_attention.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {

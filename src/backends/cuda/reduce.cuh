@@ -1,6 +1,6 @@
 #pragma once
-// Warp and CTA reductions shared by the kernels: sums, and the argmax's
-// (value, index) maximum.
+// Warp and CTA reductions shared by the kernels: sums, maxima, and the
+// argmax's (value, index) maximum.
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -26,6 +26,18 @@ __device__ __forceinline__ T block_sum(T v, T* scratch, int warps) {
   T total = 0;
   for (int i = 0; i < warps; ++i) total += scratch[i];
   return total;
+}
+
+// Maximum over the CTA of `warps` warps, the same value in every thread;
+// `scratch` holds one float per warp.
+__device__ __forceinline__ float block_max(float v, float* scratch, int warps) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  float m = scratch[0];
+  for (int i = 1; i < warps; ++i) m = fmaxf(m, scratch[i]);
+  return m;
 }
 
 struct Best {

@@ -15,7 +15,8 @@ void add_sampling_cases(Table& t);           // sample_tokens
 void add_gemv_cases(Table& t);               // gemv, gemv_residual, rmsnorm_gemv, gemv_grouped
 void add_gemm_cases(Table& t);               // Gemm::run, Gemm::run_batched
 void add_decode_attention_cases(Table& t);   // decode_attention
-void add_prefill_attention_cases(Table& t);  // prefill_attention
+void add_prefill_attention_cases(Table& t);  // prefill_attention (flash_attention.h)
+void add_encoder_ops_cases(Table& t);        // embed_layernorm, layernorm, gelu, attention_f32, packed_attention
 void add_lowrank_kv_cases(Table& t);         // LowRankKv::rebuild
 void add_synthetic_weights_cases(Table& t);  // fill_synthetic
 

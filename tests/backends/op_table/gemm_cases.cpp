@@ -1,5 +1,6 @@
 // Cases of the prefill GEMM (cuBLASLt): Y = X·Wᵀ for bf16 and fp32 operands,
-// written fp32 or bf16 or added to fp32 Y (the residual), with padded row
+// written fp32 or bf16 or added to Y (the residual, fp32 or the encoder's
+// bf16), plus a bias and GELU in the epilogue (the encoder's), with padded row
 // strides (the columns past a row's end keep their values), a chunk long
 // enough for the algorithm choice by timing, and the batched form prefill
 // runs the gate and up second factors with. The reference is cpu::matmul_nt.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/linear_ops.h"
+#include "backends/cpu/ops.h"
 #include "backends/cuda/gemm.h"
 #include "backends/op_table/families.h"
 #include "backends/op_table/inputs.h"
@@ -53,38 +55,53 @@ std::vector<float> matmul(const std::vector<float>& w, int64_t ldw, const Proble
   return y;
 }
 
+// The epilogue: a bias of y's type added, then GELU (cuBLASLt's tanh form,
+// against cpu::gelu's erf: at most ~1e-3 apart, below a bf16 step at the
+// values where they differ most).
+struct Epilogue {
+  bool bias = false, gelu = false;
+  std::string name() const { return std::string(bias ? " bias" : "") + (gelu ? " gelu" : ""); }
+};
+
 class GemmRun final : public OpCase {
  public:
-  GemmRun(Problem p, bool accumulate, std::string model)
-      : OpCase("Gemm::run", p.name() + (accumulate ? " accumulate" : "") + (model.empty() ? "" : " " + model),
+  GemmRun(Problem p, bool accumulate, std::string model, Epilogue epilogue = {})
+      : OpCase("Gemm::run",
+               p.name() + (accumulate ? " accumulate" : "") + epilogue.name() + (model.empty() ? "" : " " + model),
                !model.empty()),
-        p_(p), accumulate_(accumulate), ldw_(cuda::round_up8(p.in)), ldx_(ldw_ + 8),
+        p_(p), accumulate_(accumulate), epilogue_(epilogue), ldw_(cuda::round_up8(p.in)), ldx_(ldw_ + 8),
         ldy_(p.y_type == ElementType::F32 ? p.out + 3 : cuda::round_up8(p.out) + 8) {}
 
   std::vector<Expected> reference() const override {
     const std::vector<float> x = as_stored(input(), p_.type), w = as_stored(weights(), p_.type);
     const std::vector<float> xw = matmul(w, ldw_, p_, x.data(), ldx_);
-    std::vector<float> y = start();
+    std::vector<float> y = as_stored(start(), p_.y_type);
+    const std::vector<float> b = as_stored(bias(), p_.y_type);
     double start_norm = 0;
     for (int64_t r = 0; r < p_.n; ++r)
       for (int64_t o = 0; o < p_.out; ++o) {
         float& v = y[r * ldy_ + o];
         start_norm += accumulate_ ? double{v} * v : 0.0;
-        v = (accumulate_ ? v : 0.0f) + xw[r * p_.out + o];
+        v = (accumulate_ ? v : 0.0f) + xw[r * p_.out + o] + (epilogue_.bias ? b[o] : 0.0f);
+        if (epilogue_.gelu) cpu::gelu(&v, 1);
       }
     const double terms = terms_norm(w.data(), p_.out, p_.in, ldw_, x.data(), p_.n, ldx_);
-    return {{"y", as_stored(y, p_.y_type), product_tolerance(p_), {}, std::sqrt(terms * terms + start_norm)}};
+    Tolerance tol = product_tolerance(p_);
+    if (epilogue_.gelu) tol.rel += 1e-3, tol.why += "; tanh GELU against erf";
+    return {{"y", as_stored(y, p_.y_type), tol, {}, std::sqrt(terms * terms + start_norm)}};
   }
 
   std::unique_ptr<DeviceOp> upload(Device& device) const override {
     struct State {
-      DeviceArray w, x, y;
+      DeviceArray w, x, y, b;
     };
     return device_op(
-        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(start(), p_.y_type)},
-        [&gemm = device.gemm(), p = p_, acc = accumulate_, ldw = ldw_, ldx = ldx_, ldy = ldy_](State& s,
-                                                                                              cudaStream_t) {
-          gemm.run({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, p.n, s.y.data(), ldy, p.y_type, acc);
+        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(start(), p_.y_type),
+              DeviceArray(bias(), p_.y_type)},
+        [&gemm = device.gemm(), p = p_, acc = accumulate_, e = epilogue_, ldw = ldw_, ldx = ldx_, ldy = ldy_](
+            State& s, cudaStream_t) {
+          gemm.run({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, p.n, s.y.data(), ldy, p.y_type, acc,
+                   e.bias ? s.b.data() : nullptr, e.gelu ? cuda::Epilogue::gelu_bias : cuda::Epilogue::bias);
         },
         [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
   }
@@ -100,10 +117,13 @@ class GemmRun final : public OpCase {
   std::vector<float> input() const { return random_values(p_.n * ldx_, 82); }
   // Y before the product: what it adds to, or NaN where a bf16 product must write.
   std::vector<float> start() const {
-    return p_.y_type == ElementType::F32 ? random_values(p_.n * ldy_, 83) : std::vector<float>(p_.n * ldy_, kNaN);
+    return p_.y_type == ElementType::F32 || accumulate_ ? random_values(p_.n * ldy_, 83)
+                                                        : std::vector<float>(p_.n * ldy_, kNaN);
   }
+  std::vector<float> bias() const { return random_values(p_.out, 84); }
   Problem p_;
   bool accumulate_;
+  Epilogue epilogue_;
   int64_t ldw_, ldx_, ldy_;
 };
 
@@ -185,6 +205,14 @@ void add_gemm_cases(Table& t) {
     t.push_back(std::make_unique<GemmBatched>(Problem{kF32, s.out, s.in, s.n, kF32}, 2, ""));
   }
 
+  // The encoder's: bias (and GELU) epilogues, residual adds into bf16 rows.
+  for (const Shape& s : {Shape{37, 91, 5}, Shape{296, 129, 64}, Shape{72, 96, 1100}}) {
+    for (ElementType type : {kBf16, kF32}) {
+      t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, type}, false, "", Epilogue{true, false}));
+      t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, type}, true, "", Epilogue{true, false}));
+    }
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, false, "", Epilogue{true, true}));
+  }
   // A LLaMA-7B prefill chunk of 2048 tokens: keep 0.5 (attention ranks
   // 1024, MLP 1492) and dense.
   const int64_t n = 2048;

@@ -36,6 +36,7 @@ const Table& op_table() {
     add_gemm_cases(t);
     add_decode_attention_cases(t);
     add_prefill_attention_cases(t);
+    add_encoder_ops_cases(t);
     add_lowrank_kv_cases(t);
     add_synthetic_weights_cases(t);
     return t;
@@ -54,7 +55,8 @@ const std::vector<std::string>& cuda_ops() {
       "gemv", "gemv_residual", "rmsnorm_gemv", "gemv_grouped",  // gemv.h
       "Gemm::run", "Gemm::run_batched",                         // gemm.h
       "decode_attention",                                       // decode_attention.h
-      "prefill_attention",                                      // prefill_attention.h
+      "prefill_attention", "packed_attention",                  // flash_attention.h
+      "embed_layernorm", "layernorm", "gelu", "attention_f32",  // encoder_ops.h
       "LowRankKv::rebuild",  // lowrank_kv.h; its store_rows and store_token fill the cache it reads
       "fill_synthetic",      // synthetic_weights.h
   };

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/attention.h"
-#include "backends/cuda/prefill_attention.h"
+#include "backends/cuda/flash_attention.h"
 #include "backends/op_table/families.h"
 #include "backends/op_table/inputs.h"
 

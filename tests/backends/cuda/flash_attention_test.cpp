@@ -1,9 +1,10 @@
-// What the op table (backends/op_table) does not check of prefill_attention:
-// a prompt in two chunks through rope_store_kv_rows and prefill_attention
-// continues the cached prompt, and the arguments it refuses.
+// What the op table (backends/op_table) does not check of the flash
+// attention kernel: a prompt in two chunks through rope_store_kv_rows and
+// prefill_attention continues the cached prompt, and the arguments
+// prefill_attention and packed_attention refuse.
 #ifdef FLASHSVD_CUDA
 
-#include "backends/cuda/prefill_attention.h"
+#include "backends/cuda/flash_attention.h"
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,21 @@ TEST(CudaPrefillAttentionArgs, RejectsBadArgumentsBeforeLaunching) {
   EXPECT_THROW(attend(b, 0, 4, {8, 2, 96}), Error);  // decode attention's head size, not this kernel's
   EXPECT_THROW(attend(b + 1, 0, 4, s), Error);  // misaligned q
   EXPECT_THROW(prefill_attention(b, {cache.k, cache.v, 16, 6, ElementType::F32}, nullptr, 0, 4, s, b, nullptr), Error);
+}
+
+TEST(CudaPackedAttentionArgs, RejectsBadArgumentsBeforeLaunching) {
+  __nv_bfloat16* b = reinterpret_cast<__nv_bfloat16*>(uintptr_t{1024});
+  const int32_t* offsets = reinterpret_cast<const int32_t*>(uintptr_t{2048});
+  const HeadShape s{2, 2, 64};
+  auto attend = [&](PackedRows q, const int32_t* off, int seqs, int max_len, const HeadShape& shape) {
+    packed_attention(q, {b, 128}, {b, 128}, off, seqs, max_len, shape, {b, 128}, nullptr);
+  };
+  EXPECT_THROW(attend({b, 128}, nullptr, 2, 10, s), Error);
+  EXPECT_THROW(attend({b, 128}, offsets, 0, 10, s), Error);
+  EXPECT_THROW(attend({b, 128}, offsets, 2, 0, s), Error);
+  EXPECT_THROW(attend({b, 128}, offsets, 2, 10, {4, 4, 32}), Error);  // head_dim 32: fp32 mode's attention_f32
+  EXPECT_THROW(attend({b + 1, 128}, offsets, 2, 10, s), Error);       // misaligned q
+  EXPECT_THROW(attend({b, 100}, offsets, 2, 10, s), Error);           // row stride not a multiple of 8
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Prefill attention (see prefill_attention.h): FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
+// Flash attention (see flash_attention.h): FlashAttention-2 forward on mma.sync m16n8k16 (bf16 in,
 // fp32 accumulate). A CTA is (query head, tile of 128 queries) with 4 warps
 // of 32 query rows; each warp's two m16 tiles share every K and V fragment
 // it loads, which halves shared-memory reads per flop against 16 rows a warp
@@ -14,7 +14,7 @@
 // and warps whose rows all precede a tile skip its math. The grid runs the
 // latest (heaviest) query tiles first, and the query heads of one kv head
 // side by side so their K/V tiles come from L2.
-#include "backends/cuda/prefill_attention.h"
+#include "backends/cuda/flash_attention.h"
 
 #include <cmath>
 #include <cstdint>
@@ -42,8 +42,12 @@ struct AttentionParams {
   const int32_t* blocks;  // the sequence's block table; null: position t is pool row t
   int block_shift;        // log2 of the block size
   int pos, n, group;
-  int q_ld, kv_ld;   // row strides in elements: n_heads * head_dim, n_kv_heads * head_dim
-  float scale_log2;  // log2(e) / sqrt(head_dim)
+  int q_ld, kv_ld, out_ld;  // row strides in elements
+  float scale_log2;         // log2(e) / sqrt(head_dim)
+  // Packed sequences (encoder attention): sequence blockIdx.z is rows
+  // [seq_offsets[z], seq_offsets[z + 1]) of q, k, v and out, at positions
+  // from 0; pos, n and blocks are then unused. Null: one sequence.
+  const int32_t* seq_offsets;
 };
 
 // The pool row holding position t of a sequence with block table `blocks`
@@ -113,7 +117,8 @@ __device__ __forceinline__ uint32_t chunk_address(uint32_t lane_base, int kk) {
   return (lane_base ^ ((kk & 3) << 5)) + (kk >> 2) * 128;
 }
 
-template <int kHeadDim, int kBlockN, int kBlockM>
+// kCausal: a query at position t sees keys [0, t]; else every key of its sequence.
+template <int kHeadDim, int kBlockN, int kBlockM, bool kCausal>
 __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     attention_kernel(const AttentionParams p) {
   constexpr int kWarpRows = kBlockM / kWarps;  // query rows per warp
@@ -129,25 +134,35 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
 
   const int head = blockIdx.x, kv_head = head / p.group;
   const int m0 = (gridDim.y - 1 - blockIdx.y) * kBlockM;  // latest query tiles first
-  const int q_pos0 = p.pos + m0;                          // position of the tile's row 0
-  const int kv_len = p.pos + p.n;                         // cache rows that may be read
-  const int kv_end = min(q_pos0 + kBlockM, kv_len);       // keys the tile can see
+  int pos = p.pos, n = p.n;
+  int64_t row_base = 0;  // of the sequence in q, k, v and out
+  if (p.seq_offsets) {
+    row_base = p.seq_offsets[blockIdx.z];
+    pos = 0;
+    n = p.seq_offsets[blockIdx.z + 1] - static_cast<int>(row_base);
+    if (m0 >= n) return;  // a tile past this sequence's end (the grid covers the longest)
+  }
+  const int q_pos0 = pos + m0;                                      // position of the tile's row 0
+  const int kv_len = pos + n;                                       // cache rows that may be read
+  const int kv_end = kCausal ? min(q_pos0 + kBlockM, kv_len) : kv_len;  // keys the tile can see
   const int n_tiles = (kv_end + kBlockN - 1) / kBlockN;
-  const int n_unmasked = (q_pos0 + 1) / kBlockN;  // tiles whose last key precedes every query
+  // Tiles of keys every query sees: causal, those before the tile's first
+  // query; else all but a last partial tile.
+  const int n_unmasked = kCausal ? (q_pos0 + 1) / kBlockN : kv_len / kBlockN;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int row0 = warp * kWarpRows;
-  const int warp_last_pos = q_pos0 + row0 + kWarpRows - 1;
+  const int warp_last_pos = kCausal ? q_pos0 + row0 + kWarpRows - 1 : kv_len;
 
-  const __nv_bfloat16* kg = p.k + kv_head * kHeadDim;
-  const __nv_bfloat16* vg = p.v + kv_head * kHeadDim;
+  const __nv_bfloat16* kg = p.k + row_base * p.kv_ld + kv_head * kHeadDim;
+  const __nv_bfloat16* vg = p.v + row_base * p.kv_ld + kv_head * kHeadDim;
   // Row r of the key (value) tile at position k0 + r.
   const int32_t* blocks = p.blocks;
   const int shift = p.block_shift, kv_ld = p.kv_ld, q_ld = p.q_ld;
   auto key_rows = [=](int k0) { return [=](int r) { return kg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
   auto value_rows = [=](int k0) { return [=](int r) { return vg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
-  const __nv_bfloat16* qg = p.q + int64_t{m0} * p.q_ld + head * kHeadDim;
-  load_tile<kHeadDim, kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, p.n - m0);
+  const __nv_bfloat16* qg = p.q + (row_base + m0) * p.q_ld + head * kHeadDim;
+  load_tile<kHeadDim, kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
   load_tile<kHeadDim, kBlockN>(sK, key_rows(0), kv_len);
   cp_async_commit();
 
@@ -215,7 +230,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     }
     if (!active) continue;
 
-    if (j >= n_unmasked) {  // the tile crosses the diagonal: key > query position is masked
+    if (j >= n_unmasked) {  // causal: the tile crosses the diagonal (key > query masked); else keys past the end
 #pragma unroll
       for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -224,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
           for (int e = 0; e < 4; ++e) {
             const int q_pos = q_pos0 + row0 + mt * 16 + (lane >> 2) + 8 * (e >> 1);
             const int key = k0 + nt * 8 + 2 * (lane & 3) + (e & 1);
-            if (key > q_pos) s[mt][nt][e] = -INFINITY;
+            if (kCausal ? key > q_pos : key >= kv_len) s[mt][nt][e] = -INFINITY;
           }
     }
 
@@ -307,38 +322,46 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
   for (int it = 0; it < kWarpRows * kChunks / 32; ++it) {
     const int c = it * 32 + lane;
     const int row = row0 + c / kChunks, chunk = c % kChunks;
-    if (m0 + row >= p.n) continue;
+    if (m0 + row >= n) continue;
     const uint4 val = *reinterpret_cast<const uint4*>(smem + tile_offset<kHeadDim>(row, chunk));
-    *reinterpret_cast<uint4*>(p.out + int64_t{m0 + row} * p.q_ld + head * kHeadDim + chunk * 8) =
-        val;
+    *reinterpret_cast<uint4*>(p.out + (row_base + m0 + row) * p.out_ld + head * kHeadDim + chunk * 8) = val;
   }
 }
 
 // Keys per tile: hd 128 takes 64 (O holds 128 registers a lane at 128
 // queries); hd 64 takes 128 (half the O, so twice the keys for the same
 // registers).
-template <int kHeadDim, int kBlockM>
-void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream) {
+// p.n: the longest sequence's rows; `seqs` sequences (packed: p.seq_offsets).
+template <int kHeadDim, int kBlockM, bool kCausal>
+void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
   constexpr int kBlockN = kHeadDim == 128 ? 64 : 128;
   constexpr int kSmem = (kBlockM + 2 * kBlockN) * kHeadDim * 2;
-  const auto kernel = attention_kernel<kHeadDim, kBlockN, kBlockM>;
+  const auto kernel = attention_kernel<kHeadDim, kBlockN, kBlockM, kCausal>;
   FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const int m_tiles = (p.n + kBlockM - 1) / kBlockM;
-  check(m_tiles <= kMaxGridY, "prefill_attention", "n ", p.n, " is too large for one launch");
-  kernel<<<dim3(n_heads, m_tiles), kThreads, kSmem, stream>>>(p);
-  FSVD_CUDA_CHECK_LAUNCH("prefill attention_kernel");
+  check(m_tiles <= kMaxGridY && seqs <= kMaxGridY, "attention", "n ", p.n, " x ", seqs,
+        " sequences is too large for one launch");
+  kernel<<<dim3(n_heads, m_tiles, seqs), kThreads, kSmem, stream>>>(p);
+  FSVD_CUDA_CHECK_LAUNCH("attention_kernel");
 }
 
-template <int kHeadDim>
-void launch_attention(const AttentionParams& p, int n_heads, cudaStream_t stream) {
+// 128-query tiles when they fill at least a wave of CTAs, else 64.
+template <int kHeadDim, bool kCausal>
+void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
   int device = 0, sms = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t big_tiles = int64_t{n_heads} * ((p.n + 127) / 128);
+  const int64_t big_tiles = int64_t{n_heads} * seqs * ((p.n + 127) / 128);
   if (big_tiles <= int64_t{ctas_per_sm(128)} * sms)
-    launch_attention<kHeadDim, 64>(p, n_heads, stream);
+    launch_attention<kHeadDim, 64, kCausal>(p, n_heads, seqs, stream);
   else
-    launch_attention<kHeadDim, 128>(p, n_heads, stream);
+    launch_attention<kHeadDim, 128, kCausal>(p, n_heads, seqs, stream);
+}
+
+void check_aligned(const void* ptr, int64_t ld, const char* where) {
+  check(ptr != nullptr, where, "null argument");
+  check(reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && ld % 8 == 0, where,
+        "operands must be 16-byte aligned with row strides of a multiple of 8");
 }
 
 }  // namespace
@@ -368,13 +391,40 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const 
   p.pos = pos;
   p.n = n;
   p.group = shape.n_heads / shape.n_kv_heads;
-  p.q_ld = shape.n_heads * shape.head_dim;
+  p.q_ld = p.out_ld = shape.n_heads * shape.head_dim;
   p.kv_ld = shape.n_kv_heads * shape.head_dim;
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
   if (shape.head_dim == 128)
-    launch_attention<128>(p, shape.n_heads, stream);
+    launch_attention<128, true>(p, shape.n_heads, 1, stream);
   else
-    launch_attention<64>(p, shape.n_heads, stream);
+    launch_attention<64, true>(p, shape.n_heads, 1, stream);
+}
+
+void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,
+                      int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream) {
+  const char* where = "packed_attention";
+  check_head_shape(shape, where);
+  check(prefill_attention_supports(shape), where, "head_dim ", shape.head_dim, " is not supported (64 or 128)");
+  check(seqs >= 1 && max_len >= 1 && seq_offsets, where, seqs, " sequences of at most ", max_len, " rows");
+  for (const PackedRows* r : {&q, &k, &v}) check_aligned(r->data, r->ld, where);
+  check_aligned(out.data, out.ld, where);
+  AttentionParams p{};
+  p.q = q.data;
+  p.k = k.data;
+  p.v = v.data;
+  p.out = out.data;
+  p.n = max_len;
+  p.group = shape.n_heads / shape.n_kv_heads;
+  p.q_ld = static_cast<int>(q.ld);
+  p.kv_ld = static_cast<int>(k.ld);
+  p.out_ld = static_cast<int>(out.ld);
+  check(k.ld == v.ld, where, "k and v must share a row stride");
+  p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
+  p.seq_offsets = seq_offsets;
+  if (shape.head_dim == 128)
+    launch_attention<128, false>(p, shape.n_heads, seqs, stream);
+  else
+    launch_attention<64, false>(p, shape.n_heads, seqs, stream);
 }
 
 }  // namespace fsvd::cuda

@@ -1,0 +1,58 @@
+#pragma once
+// The GPU encoder: a batch of variable-length inputs packed without padding
+// through every layer at once. Each factor chain is cuBLASLt GEMMs over all
+// rows (bias, the residual add and, in bf16, GELU in the epilogue), attention
+// is the flash kernel over each input's own rows (flash_attention.h),
+// LayerNorm one launch (encoder_ops.h). bf16 activations, or fp32 for exact
+// checks against CpuEncoder (GELU then the exact erf kernel). Activation
+// memory: the residual stream, the rank-space rows, and one work buffer that
+// holds q|k|v during attention and the MLP's intermediate after it.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backends/cuda/device_buffer.h"
+#include "backends/cuda/device_encoder.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/handles.h"
+#include "backends/encoder_executor.h"
+
+namespace fsvd::cuda {
+
+class CudaEncoder : public EncoderExecutor {
+ public:
+  // `model` must be packed and outlive the encoder; it is uploaded as `type`.
+  CudaEncoder(const EncoderModel& model, ElementType type);
+
+  void forward(std::span<const EncoderInput> batch, std::vector<float>& states,
+               std::vector<int64_t>& offsets) override;
+  // device_used_bytes: what this encoder holds on the device (weights,
+  // activation buffers, GEMM workspace), its peak since it only grows.
+  ExecutorStats stats() override;
+  void enqueue(std::span<const EncoderInput> batch) override { run(batch); }
+  void wait() override;
+
+ private:
+  // The forward pass enqueued on stream_, its states left in x_; returns the packed row offsets.
+  std::vector<int64_t> run(std::span<const EncoderInput> batch);
+  void reserve(int64_t rows, int seqs);
+  void run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, int max_len);
+  // y (+)= x · linear (+ bias, then `epilogue`'s activation) over n rows,
+  // through rank_ for a low-rank linear.
+  void linear(const EncoderLinear& l, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy, bool accumulate,
+              Epilogue epilogue = Epilogue::bias);
+  uint8_t* work(int64_t offset) const;  // element `offset` of work_
+
+  Stream stream_;
+  DeviceEncoder weights_;
+  Gemm gemm_;
+  ElementType type_;
+  int64_t rows_ = 0;  // capacity of the activation buffers, in tokens
+  int64_t qkv_ld_ = 0, rank_ld_ = 0;
+  int64_t attention_width_ = 0;  // work_ columns the attention phase needs: q|k|v pack + low-rank parts' outputs
+  DeviceBuffer<int32_t> inputs_;  // ids, positions, token types, then the sequence offsets
+  DeviceBuffer<uint8_t> x_, rank_, work_;
+  std::vector<int32_t> host_inputs_;
+};
+
+}  // namespace fsvd::cuda

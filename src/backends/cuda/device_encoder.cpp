@@ -1,0 +1,120 @@
+#include "backends/cuda/device_encoder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace fsvd::cuda {
+namespace {
+
+// n fp32 values as `type` at dst.
+void convert(const float* src, int64_t n, ElementType type, uint8_t* dst) {
+  if (type == ElementType::F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  auto* out = reinterpret_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(src[i]);
+}
+
+}  // namespace
+
+void* DeviceEncoder::allocate(size_t bytes) {
+  DeviceBuffer<uint8_t> buf(bytes);
+  bytes_ += buf.bytes();
+  void* p = buf.data();
+  buffers_.push_back(std::move(buf));
+  return p;
+}
+
+DeviceMatrix DeviceEncoder::matrix(const Tensor& t) {
+  check(t.ndim() == 2 && !t.empty(), "DeviceEncoder", "expected a matrix, got ", t.shape_str());
+  const int64_t rows = t.dim(0), cols = t.dim(1), ld = round_up8(cols), eb = element_bytes(type_);
+  std::vector<uint8_t> host(static_cast<size_t>(round_up8(rows) * ld * eb), 0);
+  for (int64_t r = 0; r < rows; ++r) convert(t.data() + r * cols, cols, type_, host.data() + r * ld * eb);
+  void* p = allocate(host.size());
+  FSVD_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  return {p, rows, cols, ld, type_};
+}
+
+const void* DeviceEncoder::vector(const Tensor& t) {
+  if (t.empty()) return nullptr;
+  std::vector<uint8_t> host(static_cast<size_t>(t.numel() * element_bytes(type_)));
+  convert(t.data(), t.numel(), type_, host.data());
+  void* p = allocate(host.size());
+  FSVD_CUDA_CHECK(cudaMemcpy(p, host.data(), host.size(), cudaMemcpyHostToDevice));
+  return p;
+}
+
+const float* DeviceEncoder::f32(const Tensor& t) {
+  auto* p = static_cast<float*>(allocate(static_cast<size_t>(t.numel()) * 4));
+  FSVD_CUDA_CHECK(cudaMemcpy(p, t.data(), static_cast<size_t>(t.numel()) * 4, cudaMemcpyHostToDevice));
+  return p;
+}
+
+EncoderLinear DeviceEncoder::linear(const Linear& l) {
+  EncoderLinear d;
+  d.first = matrix(l.first);
+  if (l.low_rank()) {
+    d.second = matrix(l.second);
+    max_rank_ = std::max(max_rank_, l.rank());
+  }
+  d.bias = vector(l.bias);
+  return d;
+}
+
+EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
+  check(p.parts.size() == 3, "DeviceEncoder", "q|k|v pack of ", p.parts.size(), " parts");
+  EncoderQkv d;
+  const int64_t in = p.first.dim(1);
+  int64_t rows = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    d.parts[i].offset = rows;
+    d.parts[i].rows = p.parts[i].rows;
+    rows += round_up8(p.parts[i].rows);
+  }
+  // The stack re-spaced so every part starts at a multiple of 8 rows; the
+  // dense parts' biases at their rows of one vector for the first GEMM.
+  Tensor spaced({rows, in}), first_bias({rows});
+  bool dense_bias = false;
+  for (size_t i = 0; i < 3; ++i) {
+    const PackedLinear::Part& part = p.parts[i];
+    std::copy(p.first.data() + part.offset * in, p.first.data() + (part.offset + part.rows) * in,
+              spaced.data() + d.parts[i].offset * in);
+    if (!part.second.empty()) {
+      d.parts[i].second = matrix(part.second);
+      d.parts[i].bias = vector(part.bias);
+    } else if (!part.bias.empty()) {
+      std::copy(part.bias.data(), part.bias.data() + part.rows, first_bias.data() + d.parts[i].offset);
+      dense_bias = true;
+    }
+  }
+  d.first = matrix(spaced);
+  if (dense_bias) d.first_bias = vector(first_bias);
+  return d;
+}
+
+DeviceEncoder::DeviceEncoder(const EncoderModel& model, ElementType type) : type_(type) {
+  model.validate();
+  embeddings_.words = matrix(model.word_embed);
+  embeddings_.positions = matrix(model.position_embed);
+  if (!model.type_embed.empty()) embeddings_.types = matrix(model.type_embed);
+  for (const DeviceMatrix* m : {&embeddings_.words, &embeddings_.positions, &embeddings_.types})
+    check(!m->data || m->ld == m->cols, "DeviceEncoder", "hidden size ", m->cols,
+          " is not a multiple of 8 (the embedding rows must be contiguous)");
+  embed_norm_ = {f32(model.embed_norm.weight), f32(model.embed_norm.bias)};
+  for (const EncoderLayer& l : model.layers) {
+    check(l.qkv.parts.size() == 3, model.source, "encoder is not packed (EncoderModel::pack() must run first)");
+    DeviceEncoderLayer& d = layers_.emplace_back();
+    d.qkv = qkv(l.qkv);
+    d.o = linear(l.o);
+    d.up = linear(l.up);
+    d.down = linear(l.down);
+    d.attn_norm = {f32(l.attn_norm.weight), f32(l.attn_norm.bias)};
+    d.mlp_norm = {f32(l.mlp_norm.weight), f32(l.mlp_norm.bias)};
+  }
+}
+
+}  // namespace fsvd::cuda

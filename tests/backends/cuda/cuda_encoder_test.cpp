@@ -1,0 +1,159 @@
+// CudaEncoder against CpuEncoder: dense, factor-chain and low-rank encoders
+// over packed batches of odd lengths (one a single token), fp32 mode to the
+// CPU's rounding and bf16 to its error; the real all-MiniLM-L6-v2 in fp32
+// against sentence-transformers' fixture; bad inputs refused, the encoder
+// still usable after.
+#ifdef FLASHSVD_CUDA
+
+#include "backends/cuda/cuda_encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "backends/cpu/cpu_encoder.h"
+#include "backends/cuda/decode_test_util.h"
+#include "families/encoder_family.h"
+#include "model/synthetic.h"
+#include "testing/data_paths.h"
+#include "testing/fails_with.h"
+#include "testing/files.h"
+#include "testing/random_encoder.h"
+#include "tokenizer/wordpiece_tokenizer.h"
+
+namespace fsvd::cuda {
+namespace {
+
+class CudaEncoderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testutil::have_gpu()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// Lengths 1, 7, 130, 200, 64; the third a pair (token types 1 from row 60).
+std::vector<EncoderInput> batch(int vocab) {
+  std::mt19937 rng(7);
+  std::vector<EncoderInput> b;
+  for (int len : {1, 7, 130, 200, 64}) {
+    EncoderInput in;
+    for (int t = 0; t < len; ++t) in.ids.push_back(std::uniform_int_distribution<int>(0, vocab - 1)(rng));
+    in.type_ids.assign(len, 0);
+    if (len == 130)
+      for (int t = 60; t < len; ++t) in.type_ids[t] = 1;
+    b.push_back(std::move(in));
+  }
+  return b;
+}
+
+// hidden 128 (two heads of 64: the bf16 attention kernel's), intermediate 200.
+EncoderConfig gpu_config() {
+  EncoderConfig c = testing::small_encoder_config();
+  c.hidden = 128;
+  c.intermediate = 200;
+  c.n_heads = 2;
+  c.vocab = 97;
+  c.max_positions = 256;
+  return c;
+}
+
+double relative_error(const float* a, const float* b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) num += (double{a[i]} - b[i]) * (double{a[i]} - b[i]), den += double{b[i]} * b[i];
+  return std::sqrt(num / den);
+}
+
+// Every input's final states against the CPU's, relative L2 per input.
+void expect_states_match(const EncoderModel& m, ElementType type, double tol) {
+  const std::vector<EncoderInput> in = batch(m.config.vocab);
+  std::vector<float> want, got;
+  std::vector<int64_t> want_off, got_off;
+  CpuEncoder(m, 0).forward(in, want, want_off);
+  CudaEncoder gpu(m, type);
+  gpu.forward(in, got, got_off);
+  ASSERT_EQ(got_off, want_off);
+  const int64_t d = m.config.hidden;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int64_t at = want_off[i] * d, n = (want_off[i + 1] - want_off[i]) * d;
+    const double err = relative_error(got.data() + at, want.data() + at, n);
+    EXPECT_LT(err, tol) << m.source << " input " << i << " (" << in[i].ids.size() << " tokens)";
+    std::fprintf(stderr, "%s %s input %zu: relative error %.3g\n", m.source.c_str(),
+                 type == ElementType::F32 ? "fp32" : "bf16", i, err);
+  }
+}
+
+TEST_F(CudaEncoderTest, DenseMatchesCpu) {
+  const EncoderModel m = testing::random_encoder(gpu_config(), 3);
+  expect_states_match(m, ElementType::F32, 1e-5);
+  expect_states_match(m, ElementType::BF16, 3e-2);
+}
+
+TEST_F(CudaEncoderTest, FactorChainsMatchCpu) {
+  const EncoderModel m = testing::random_encoder(gpu_config(), 4, 0, true);
+  expect_states_match(m, ElementType::F32, 1e-5);
+  expect_states_match(m, ElementType::BF16, 3e-2);
+}
+
+// Every q/k/v/o/up/down low-rank (keep 0.5), 12 layers of BERT-base shapes.
+TEST_F(CudaEncoderTest, LowRankBertBaseMatchesCpu) {
+  const EncoderModel m = make_synthetic_encoder("bert-base", 0.5);
+  expect_states_match(m, ElementType::F32, 1e-4);
+  expect_states_match(m, ElementType::BF16, 5e-2);
+}
+
+TEST_F(CudaEncoderTest, EmbeddingsAndClassifierAsCpu) {
+  const EncoderModel m = testing::random_encoder(gpu_config(), 5, 3);
+  const std::vector<EncoderInput> in = batch(m.config.vocab);
+  CpuEncoder cpu(m, 0);
+  CudaEncoder gpu(m, ElementType::F32);
+  const std::vector<float> e = gpu.embed(in), want_e = cpu.embed(in);
+  EXPECT_LT(relative_error(e.data(), want_e.data(), static_cast<int64_t>(e.size())), 1e-5);
+  const std::vector<float> l = gpu.classify(in), want_l = cpu.classify(in);
+  EXPECT_LT(relative_error(l.data(), want_l.data(), static_cast<int64_t>(l.size())), 1e-5);
+}
+
+TEST_F(CudaEncoderTest, RejectsBadInputsAndKeepsWorking) {
+  const EncoderModel m = testing::random_encoder(gpu_config(), 6);
+  CudaEncoder gpu(m, ElementType::BF16);
+  std::vector<EncoderInput> bad = batch(m.config.vocab);
+  bad[2].ids[5] = m.config.vocab;
+  EXPECT_TRUE(test::fails_with([&] { gpu.embed(bad); }, "outside the vocabulary"));
+  bad = batch(m.config.vocab);
+  bad[1] = {};
+  EXPECT_TRUE(test::fails_with([&] { gpu.embed(bad); }, "must be equal and non-zero"));
+  bad = batch(m.config.vocab);
+  bad[0].ids.assign(m.config.max_tokens() + 1, 1);
+  bad[0].type_ids.assign(m.config.max_tokens() + 1, 0);
+  EXPECT_TRUE(test::fails_with([&] { gpu.embed(bad); }, "exceed the model's"));
+  const std::vector<float> e = gpu.embed(batch(m.config.vocab)), want = CpuEncoder(m, 0).embed(batch(m.config.vocab));
+  EXPECT_LT(relative_error(e.data(), want.data(), static_cast<int64_t>(e.size())), 3e-2);
+}
+
+// all-MiniLM-L6-v2 (head_dim 32: fp32 mode; the bf16 kernel takes 64 and 128)
+// against sentence-transformers.
+TEST_F(CudaEncoderTest, MiniLmFp32MatchesSentenceTransformers) {
+  const std::string dir = testing::minilm_dir();
+  if (dir.empty()) GTEST_SKIP() << "all-MiniLM-L6-v2 not cached (run `flashsvd pull --encoder`)";
+  const nlohmann::json fx = nlohmann::json::parse(test::read_file(testing::fixture("encoder/minilm_embeddings.json")));
+  const EncoderModel m = load_encoder(dir);
+  const WordPieceTokenizer tok = load_wordpiece(dir);
+  std::vector<EncoderInput> in;
+  for (const nlohmann::json& c : fx["cases"]) in.push_back(tok.encode(c["text"].get<std::string>(), std::nullopt, m.max_tokens));
+  const std::vector<float> e = CudaEncoder(m, ElementType::F32).embed(in);
+  const int64_t d = m.config.hidden;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::vector<float> want = fx["cases"][i]["embedding"].get<std::vector<float>>();
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t j = 0; j < d; ++j) ab += double{e[i * d + j]} * want[j], aa += double{e[i * d + j]} * e[i * d + j],
+                                    bb += double{want[j]} * want[j];
+    EXPECT_GT(ab / std::sqrt(aa * bb), 0.99999) << fx["cases"][i]["text"];
+  }
+  EXPECT_TRUE(test::fails_with([&] { CudaEncoder(m, ElementType::BF16); }, "head_dim 32"));
+}
+
+}  // namespace
+}  // namespace fsvd::cuda
+
+#endif  // FLASHSVD_CUDA
