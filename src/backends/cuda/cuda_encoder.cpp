@@ -13,6 +13,15 @@
 namespace fsvd::cuda {
 namespace {
 
+// The head size the attention runs at: the model's, or in bf16 the next one
+// the flash kernel takes (zero-padded at upload).
+int attention_head_dim(const EncoderConfig& c, ElementType type) {
+  const int hd = c.head_dim();
+  if (type == ElementType::F32 || prefill_attention_supports({c.n_heads, c.n_heads, hd})) return hd;
+  check(hd < 128, "CudaEncoder", "head_dim ", hd, " is not supported by the bf16 attention kernel (at most 128)");
+  return hd < 64 ? 64 : 128;
+}
+
 Stream make_stream() {
   Stream s;
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(s.put(), cudaStreamNonBlocking));
@@ -22,10 +31,13 @@ Stream make_stream() {
 }  // namespace
 
 CudaEncoder::CudaEncoder(const EncoderModel& model, ElementType type)
-    : EncoderExecutor(model), stream_(make_stream()), weights_(model, type), gemm_(stream_), type_(type) {
+    : EncoderExecutor(model),
+      stream_(make_stream()),
+      weights_(model, type, attention_head_dim(model.config, type)),
+      gemm_(stream_),
+      type_(type) {
   const EncoderConfig& c = model.config;
-  check(type == ElementType::F32 || prefill_attention_supports({c.n_heads, c.n_heads, c.head_dim()}), model.source,
-        "head_dim ", c.head_dim(), " is not supported by the bf16 attention kernel (64 or 128)");
+  attention_dim_ = c.n_heads * weights_.head_pad().padded;
   check(c.hidden % 8 == 0, model.source, "hidden size ", c.hidden, " must be a multiple of 8 on the GPU");
   qkv_ld_ = 0;
   for (const EncoderQkv::Part& p : weights_.layers().front().qkv.parts) qkv_ld_ += round_up8(p.rows);
@@ -35,7 +47,7 @@ CudaEncoder::CudaEncoder(const EncoderModel& model, ElementType type)
   attention_width_ = qkv_ld_;
   for (const DeviceEncoderLayer& l : weights_.layers()) {
     int64_t width = qkv_ld_;
-    for (const EncoderQkv::Part& p : l.qkv.parts) width += p.second.data ? c.hidden : 0;
+    for (const EncoderQkv::Part& p : l.qkv.parts) width += p.second.data ? attention_dim_ : 0;
     attention_width_ = std::max(attention_width_, width);
   }
 }
@@ -84,7 +96,7 @@ void CudaEncoder::linear(const EncoderLinear& l, const void* x, int64_t ldx, int
 
 void CudaEncoder::run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, int max_len) {
   const EncoderConfig& c = model().config;
-  const int64_t d = c.hidden;
+  const int64_t d = c.hidden, a = attention_dim_;
   // q|k|v: one GEMM for the stacked first factors (dense parts' biases in its
   // epilogue) into the work buffer, then each low-rank part's second factor
   // from its slice into its own [n, hidden] region after it.
@@ -97,9 +109,9 @@ void CudaEncoder::run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, in
     const EncoderQkv::Part& p = l.qkv.parts[i];
     const void* slice = work(p.offset);
     if (p.second.data) {
-      gemm_.run(padded_k(p.second), slice, qkv_ld_, n, work(next), d, type_, false, p.bias);
-      part_rows[i] = work(next), part_ld[i] = d;
-      next += n * d;
+      gemm_.run(padded_k(p.second), slice, qkv_ld_, n, work(next), a, type_, false, p.bias);
+      part_rows[i] = work(next), part_ld[i] = a;
+      next += n * a;
     } else {
       part_rows[i] = slice, part_ld[i] = qkv_ld_;
     }
@@ -111,8 +123,9 @@ void CudaEncoder::run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, in
   if (type_ == ElementType::BF16) {
     auto bf16 = [](const void* p) { return static_cast<const __nv_bfloat16*>(p); };
     packed_attention({bf16(part_rows[0]), part_ld[0]}, {bf16(part_rows[1]), part_ld[1]},
-                     {bf16(part_rows[2]), part_ld[2]}, offsets, seqs, max_len, {c.n_heads, c.n_heads, c.head_dim()},
-                     {static_cast<__nv_bfloat16*>(att), part_ld[0]}, stream_);
+                     {bf16(part_rows[2]), part_ld[2]}, offsets, seqs, max_len,
+                     {c.n_heads, c.n_heads, static_cast<int>(weights_.head_pad().padded)},
+                     {static_cast<__nv_bfloat16*>(att), part_ld[0]}, stream_, c.head_dim());
   } else {
     auto f32 = [](const void* p) { return static_cast<const float*>(p); };
     attention_f32(f32(part_rows[0]), part_ld[0], f32(part_rows[1]), f32(part_rows[2]), part_ld[1], offsets, seqs,

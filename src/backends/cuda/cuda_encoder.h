@@ -4,7 +4,8 @@
 // rows (bias, the residual add and, in bf16, GELU in the epilogue), attention
 // is the flash kernel over each input's own rows (flash_attention.h),
 // LayerNorm one launch (encoder_ops.h). bf16 activations, or fp32 for exact
-// checks against CpuEncoder (GELU then the exact erf kernel). Activation
+// checks against CpuEncoder (GELU then the exact erf kernel). In bf16, heads
+// smaller than the kernel's 64 (MiniLM's 32) run zero-padded (DeviceEncoder). Activation
 // memory: the residual stream, the rank-space rows, and one work buffer that
 // holds q|k|v during attention and the MLP's intermediate after it.
 #include <cstdint>
@@ -49,6 +50,7 @@ class CudaEncoder : public EncoderExecutor {
   ElementType type_;
   int64_t rows_ = 0;  // capacity of the activation buffers, in tokens
   int64_t qkv_ld_ = 0, rank_ld_ = 0;
+  int64_t attention_dim_ = 0;    // heads x the (padded) head size: q, k, v and attention output columns
   int64_t attention_width_ = 0;  // work_ columns the attention phase needs: q|k|v pack + low-rank parts' outputs
   DeviceBuffer<int32_t> inputs_;  // ids, positions, token types, then the sequence offsets
   DeviceBuffer<uint8_t> x_, rank_, work_;

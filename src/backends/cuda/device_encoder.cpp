@@ -19,6 +19,30 @@ void convert(const float* src, int64_t n, ElementType type, uint8_t* dst) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(src[i]);
 }
 
+// Head padding (HeadPad): feature i = h * head_dim + j of the attention's
+// q/k/v/output moves to h * padded + j; the features between are zero.
+int64_t padded_index(int64_t i, const HeadPad& pad) { return i / pad.head_dim * pad.padded + i % pad.head_dim; }
+
+// Rows [row0, row0 + rows) of t ([*, cols], or a vector when cols == 1), as
+// a [heads * padded, cols] tensor with each row at its padded index.
+Tensor pad_rows(const Tensor& t, int64_t row0, int64_t rows, const HeadPad& pad) {
+  const int64_t cols = t.ndim() == 2 ? t.dim(1) : 1, heads = rows / pad.head_dim;
+  Tensor out(t.ndim() == 2 ? std::vector<int64_t>{heads * pad.padded, cols} : std::vector<int64_t>{heads * pad.padded});
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(t.data() + (row0 + r) * cols, t.data() + (row0 + r + 1) * cols,
+              out.data() + padded_index(r, pad) * cols);
+  return out;
+}
+
+// t [rows, heads * head_dim] with each column at its padded index.
+Tensor pad_cols(const Tensor& t, const HeadPad& pad) {
+  const int64_t rows = t.dim(0), cols = t.dim(1), width = cols / pad.head_dim * pad.padded;
+  Tensor out({rows, width});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data()[r * width + padded_index(c, pad)] = t.data()[r * cols + c];
+  return out;
+}
+
 }  // namespace
 
 void* DeviceEncoder::allocate(size_t bytes) {
@@ -69,11 +93,18 @@ EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
   check(p.parts.size() == 3, "DeviceEncoder", "q|k|v pack of ", p.parts.size(), " parts");
   EncoderQkv d;
   const int64_t in = p.first.dim(1);
+  // Each part's first-factor rows (a dense part's padded per head) and where they go.
+  Tensor blocks[3];
   int64_t rows = 0;
   for (size_t i = 0; i < 3; ++i) {
+    const PackedLinear::Part& part = p.parts[i];
+    blocks[i] = part.second.empty() && pad_.padded != pad_.head_dim
+                    ? pad_rows(p.first, part.offset, part.rows, pad_)
+                    : Tensor({part.rows, in}, std::vector<float>(p.first.data() + part.offset * in,
+                                                                 p.first.data() + (part.offset + part.rows) * in));
     d.parts[i].offset = rows;
-    d.parts[i].rows = p.parts[i].rows;
-    rows += round_up8(p.parts[i].rows);
+    d.parts[i].rows = blocks[i].dim(0);
+    rows += round_up8(d.parts[i].rows);
   }
   // The stack re-spaced so every part starts at a multiple of 8 rows; the
   // dense parts' biases at their rows of one vector for the first GEMM.
@@ -81,13 +112,14 @@ EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
   bool dense_bias = false;
   for (size_t i = 0; i < 3; ++i) {
     const PackedLinear::Part& part = p.parts[i];
-    std::copy(p.first.data() + part.offset * in, p.first.data() + (part.offset + part.rows) * in,
-              spaced.data() + d.parts[i].offset * in);
+    std::copy(blocks[i].data(), blocks[i].data() + blocks[i].numel(), spaced.data() + d.parts[i].offset * in);
     if (!part.second.empty()) {
-      d.parts[i].second = matrix(part.second);
-      d.parts[i].bias = vector(part.bias);
+      const bool padded = pad_.padded != pad_.head_dim;
+      d.parts[i].second = matrix(padded ? pad_rows(part.second, 0, part.second.dim(0), pad_) : part.second);
+      if (!part.bias.empty()) d.parts[i].bias = vector(padded ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias);
     } else if (!part.bias.empty()) {
-      std::copy(part.bias.data(), part.bias.data() + part.rows, first_bias.data() + d.parts[i].offset);
+      const Tensor b = pad_.padded != pad_.head_dim ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias;
+      std::copy(b.data(), b.data() + b.numel(), first_bias.data() + d.parts[i].offset);
       dense_bias = true;
     }
   }
@@ -96,8 +128,10 @@ EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
   return d;
 }
 
-DeviceEncoder::DeviceEncoder(const EncoderModel& model, ElementType type) : type_(type) {
+DeviceEncoder::DeviceEncoder(const EncoderModel& model, ElementType type, int padded_head_dim)
+    : type_(type), pad_{model.config.head_dim(), padded_head_dim} {
   model.validate();
+  check(pad_.padded >= pad_.head_dim, "DeviceEncoder", "padded head size ", pad_.padded, " < ", pad_.head_dim);
   embeddings_.words = matrix(model.word_embed);
   embeddings_.positions = matrix(model.position_embed);
   if (!model.type_embed.empty()) embeddings_.types = matrix(model.type_embed);
@@ -109,7 +143,13 @@ DeviceEncoder::DeviceEncoder(const EncoderModel& model, ElementType type) : type
     check(l.qkv.parts.size() == 3, model.source, "encoder is not packed (EncoderModel::pack() must run first)");
     DeviceEncoderLayer& d = layers_.emplace_back();
     d.qkv = qkv(l.qkv);
-    d.o = linear(l.o);
+    if (pad_.padded == pad_.head_dim) {
+      d.o = linear(l.o);
+    } else {  // o reads the padded attention output: zero columns between the heads
+      Linear o = l.o;
+      o.first = pad_cols(l.o.first, pad_);
+      d.o = linear(o);
+    }
     d.up = linear(l.up);
     d.down = linear(l.down);
     d.attn_norm = {f32(l.attn_norm.weight), f32(l.attn_norm.bias)};

@@ -6,6 +6,10 @@
 // epilogue adds them), LayerNorm gains and shifts in fp32. q|k|v first
 // factors stay stacked as EncoderModel::pack() built them, each part at a
 // multiple of 8 rows, so the attention reads dense parts' outputs in place.
+// Heads may be padded with zeros to a size the bf16 attention kernel takes
+// (HeadPad: MiniLM's 32 to 64): q, k, v rows and o's columns move to their
+// padded places at upload, so zero q·k terms and zero output columns change
+// nothing but the work.
 #include <cstdint>
 #include <vector>
 
@@ -40,6 +44,11 @@ struct EncoderNorm {
   const float* b = nullptr;
 };
 
+// The attention's head size in the model and as uploaded (>= head_dim).
+struct HeadPad {
+  int64_t head_dim = 0, padded = 0;
+};
+
 struct DeviceEncoderLayer {
   EncoderQkv qkv;
   EncoderLinear o, up, down;
@@ -48,9 +57,11 @@ struct DeviceEncoderLayer {
 
 class DeviceEncoder {
  public:
-  // `model` must be packed; it is only read here.
-  DeviceEncoder(const EncoderModel& model, ElementType type);
+  // `model` must be packed; it is only read here. Heads are uploaded padded
+  // to `padded_head_dim` (>= the model's).
+  DeviceEncoder(const EncoderModel& model, ElementType type, int padded_head_dim);
   ElementType type() const { return type_; }
+  const HeadPad& head_pad() const { return pad_; }
   const EmbeddingTables& embeddings() const { return embeddings_; }
   const EncoderNorm& embed_norm() const { return embed_norm_; }
   const std::vector<DeviceEncoderLayer>& layers() const { return layers_; }
@@ -66,6 +77,7 @@ class DeviceEncoder {
   void* allocate(size_t bytes);
 
   ElementType type_;
+  HeadPad pad_;
   std::vector<DeviceBuffer<uint8_t>> buffers_;
   size_t bytes_ = 0;
   int64_t max_rank_ = 0;

@@ -401,7 +401,8 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const 
 }
 
 void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,
-                      int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream) {
+                      int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream,
+                      int scale_head_dim) {
   const char* where = "packed_attention";
   check_head_shape(shape, where);
   check(prefill_attention_supports(shape), where, "head_dim ", shape.head_dim, " is not supported (64 or 128)");
@@ -419,7 +420,8 @@ void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows
   p.kv_ld = static_cast<int>(k.ld);
   p.out_ld = static_cast<int>(out.ld);
   check(k.ld == v.ld, where, "k and v must share a row stride");
-  p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
+  check(scale_head_dim >= 0, where, "scale_head_dim ", scale_head_dim);
+  p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(scale_head_dim > 0 ? scale_head_dim : shape.head_dim));
   p.seq_offsets = seq_offsets;
   if (shape.head_dim == 128)
     launch_attention<128, false>(p, shape.n_heads, seqs, stream);

@@ -48,7 +48,10 @@ struct PackedRowsOut {
 // n_heads * head_dim], which may be q itself (a CTA reads its queries before
 // it writes their outputs, and no other CTA reads them). Scale
 // 1/sqrt(head_dim), fp32 softmax and accumulation.
+// `scale_head_dim` > 0 scales by 1/sqrt(scale_head_dim) instead: heads
+// zero-padded to a size the kernel takes keep their own scale.
 void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,
-                      int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream);
+                      int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream,
+                      int scale_head_dim = 0);
 
 }  // namespace fsvd::cuda
