@@ -7,6 +7,7 @@
 #include "backends/cuda/device_name.h"
 #include "backends/cuda/encoder_ops.h"
 #include "backends/cuda/flash_attention.h"
+#include "backends/cuda/graph_capture.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -56,6 +57,7 @@ uint8_t* CudaEncoder::work(int64_t offset) const { return work_.data() + offset 
 
 void CudaEncoder::reserve(int64_t rows, int seqs) {
   const auto inputs = static_cast<size_t>(3 * rows + seqs + 1);
+  if (inputs_.size() < inputs || rows > rows_) graphs_.clear();  // they read the buffers replaced here
   if (inputs_.size() < inputs) inputs_ = DeviceBuffer<int32_t>(inputs);
   if (rows > rows_) {
     const EncoderConfig& c = model().config;
@@ -168,10 +170,27 @@ std::vector<int64_t> CudaEncoder::run(std::span<const EncoderInput> batch) {
   for (int s = 0; s <= seqs; ++s) host_inputs_[3 * n + s] = static_cast<int32_t>(offsets[s]);
   FSVD_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), host_inputs_.data(), host_inputs_.size() * sizeof(int32_t),
                                   cudaMemcpyHostToDevice, stream_));
-  const int32_t* d = inputs_.data();
-  embed_layernorm(d, d + n, d + 2 * n, weights_.embeddings(), weights_.embed_norm().w, weights_.embed_norm().b,
-                  c.ln_eps, n, x_.data(), stream_);
-  for (const DeviceEncoderLayer& l : weights_.layers()) run_layer(l, n, seqs, max_len);
+  auto layers = [&] {
+    const int32_t* d = inputs_.data();
+    embed_layernorm(d, d + n, d + 2 * n, weights_.embeddings(), weights_.embed_norm().w, weights_.embed_norm().b,
+                    c.ln_eps, n, x_.data(), stream_);
+    for (const DeviceEncoderLayer& l : weights_.layers()) run_layer(l, n, seqs, max_len);
+  };
+  // A shape's second pass is captured and its later ones replay the graph
+  // (a pass launches ~15 kernels a layer, which bounds small batches on the
+  // host); the first runs eagerly, choosing the GEMM algorithms.
+  const Shape shape{n, seqs, max_len};
+  if (passes_.size() >= kMaxShapesCounted) passes_.clear();  // a server sees endless shapes
+  auto graph = graphs_.find(shape);
+  if (graph == graphs_.end() && ++passes_[shape] >= 2 && graphs_.size() < kMaxGraphs) {
+    GraphExec exec;
+    FSVD_CUDA_CHECK(cudaGraphInstantiate(exec.put(), capture_graph(stream_, layers), 0));
+    graph = graphs_.emplace(shape, std::move(exec)).first;
+  }
+  if (graph != graphs_.end())
+    FSVD_CUDA_CHECK(cudaGraphLaunch(graph->second, stream_));
+  else
+    layers();
   return offsets;
 }
 

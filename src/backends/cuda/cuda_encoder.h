@@ -7,8 +7,11 @@
 // checks against CpuEncoder (GELU then the exact erf kernel). In bf16, heads
 // smaller than the kernel's 64 (MiniLM's 32) run zero-padded (DeviceEncoder). Activation
 // memory: the residual stream, the rank-space rows, and one work buffer that
-// holds q|k|v during attention and the MLP's intermediate after it.
+// holds q|k|v during attention and the MLP's intermediate after it. A batch
+// shape seen before replays a CUDA graph of the whole pass.
+#include <compare>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -55,6 +58,16 @@ class CudaEncoder : public EncoderExecutor {
   DeviceBuffer<int32_t> inputs_;  // ids, positions, token types, then the sequence offsets
   DeviceBuffer<uint8_t> x_, rank_, work_;
   std::vector<int32_t> host_inputs_;
+  // Graphs of the layers per batch shape (rows, inputs, longest input), for
+  // shapes seen before; cleared when the buffers they read are replaced.
+  struct Shape {
+    int64_t rows;
+    int seqs, max_len;
+    auto operator<=>(const Shape&) const = default;
+  };
+  static constexpr size_t kMaxGraphs = 64, kMaxShapesCounted = 4096;
+  std::map<Shape, int> passes_;
+  std::map<Shape, GraphExec> graphs_;
 };
 
 }  // namespace fsvd::cuda

@@ -11,6 +11,7 @@
 #include "backends/cuda/flash_attention.h"
 #include "backends/cuda/gemm.h"
 #include "backends/cuda/gemv.h"
+#include "backends/cuda/graph_capture.h"
 #include "backends/cuda/sampling.h"
 #include "backends/cuda/token_select.h"
 #include "core/error.h"
@@ -342,22 +343,6 @@ void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
 
 namespace {
 
-// Captures what `enqueue` puts on `stream` into a graph (not run).
-template <typename Enqueue>
-Graph capture(cudaStream_t stream, Enqueue&& enqueue) {
-  // Relaxed: the launchers may query or set function attributes while capturing.
-  FSVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  Graph graph;
-  try {
-    enqueue();
-  } catch (...) {
-    cudaStreamEndCapture(stream, graph.put());  // ends the capture; the partial graph is dropped
-    throw;
-  }
-  FSVD_CUDA_CHECK(cudaStreamEndCapture(stream, graph.put()));
-  return graph;
-}
-
 int count_kernels(cudaGraph_t graph) {
   size_t n = 0;
   FSVD_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n));
@@ -379,7 +364,7 @@ void CudaExecutor::capture_graphs(std::vector<GraphExec>& graphs, int rows) {
   const int pieces = piece_count();
   const int groups = options_.graph == GraphMode::model ? 1 : pieces;
   for (int g = 0; g < groups; ++g) {
-    const Graph graph = capture(stream_, [&] {
+    const Graph graph = capture_graph(stream_, [&] {
       if (groups == 1)
         for (int p = 0; p < pieces; ++p) enqueue_piece(p, rows, stream_);
       else
@@ -402,7 +387,7 @@ ExecutorStats CudaExecutor::stats() {
   st.device_used_bytes = total_bytes - free_bytes;
   // Counted from a capture of a whole one-row step (not run): the kernels are
   // the same in every mode, only how the host launches them differs.
-  const Graph graph = capture(stream_, [&] {
+  const Graph graph = capture_graph(stream_, [&] {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, 1, stream_);
   });
   st.kernels_per_token = count_kernels(graph);
