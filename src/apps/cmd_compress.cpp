@@ -25,6 +25,9 @@ struct CompressFlags {
   std::string out;
   std::string method = "whiten";
   std::string allocation = "uniform";
+  bool sequential = false;
+  bool refit = false;
+  double ridge = 1e-3;
   std::string calib;
   int64_t calib_tokens = 32768;
   int calib_ctx = 0;
@@ -40,6 +43,9 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   options.keep = f.keep;
   options.method = f.method == "svd" ? CompressMethod::Svd : CompressMethod::Whiten;
   options.allocation = f.allocation == "loss" ? RankAllocation::Loss : RankAllocation::Uniform;
+  options.sequential = f.sequential;
+  options.refit = f.refit;
+  options.ridge = f.ridge;
   options.window = f.calib_ctx;
   options.threads = mf.threads;
   options.stats_budget_bytes = static_cast<int64_t>(f.stats_gib * double(int64_t{1} << 30));
@@ -87,6 +93,13 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--allocation", f->allocation,
                   "uniform ranks, or loss: per-matrix ranks within each type chosen by truncation loss")
       ->check(CLI::IsMember({"uniform", "loss"}))
+      ->capture_default_str();
+  cmd->add_flag("--sequential", f->sequential,
+                "Calibrate layer by layer on the partly compressed model's activations (whiten only)");
+  cmd->add_flag("--refit", f->refit,
+                "Re-fit every second factor by least squares against the dense model's outputs (needs --sequential)");
+  cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean of the rank-space system's diagonal")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--calib", f->calib, "Calibration text file (needed by whiten)");
   cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text")

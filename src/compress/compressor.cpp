@@ -13,6 +13,8 @@
 #include "compress/calibration.h"
 #include "compress/gram_store.h"
 #include "compress/rank_allocation.h"
+#include "compress/refit.h"
+#include "compress/sequential.h"
 #include "compress/whitening.h"
 #include "core/error.h"
 
@@ -141,6 +143,11 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
     ranks[k].assign(layers, uniform_rank(w.out(), w.in(), options.keep));
   }
 
+  check(!options.sequential || options.method == CompressMethod::Whiten, "compress",
+        "sequential calibration needs whitening");
+  check(!options.refit || options.sequential, "compress",
+        "the least-squares re-fit needs sequential calibration (on the dense model's own rows it changes nothing)");
+  check(options.ridge >= 0, "compress", "ridge must be non-negative, got ", options.ridge);
   std::optional<Calibration> calibration;
   if (options.method == CompressMethod::Whiten) {
     check(!calibration_ids.empty(), "compress", "whitening needs calibration tokens");
@@ -169,36 +176,60 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
 
   Compressed result;
   Model& m = result.model;
-  m.config = c;
-  m.family = dense.family;
-  m.source = dense.source;
-  m.embed = dense.embed;
-  m.final_norm = dense.final_norm;
-  m.lm_head = dense.lm_head;
-  m.layers.resize(layers);
   std::vector<std::vector<double>> losses(kKindCount, std::vector<double>(layers));
   nlohmann::json shifts = nlohmann::json::array();
-  for_each_layer(dense, cal, stats, options, [&](int l, const LayerWhitening& white) {
-    const Layer& from = dense.layers[l];
-    Layer& to = m.layers[l];
-    to.attn_norm = from.attn_norm;
-    to.mlp_norm = from.mlp_norm;
+  // Factors layer l's matrices that read `input` into `to`; re-fits their second factors when given statistics.
+  auto factor = [&](int l, int input, const Whitening& white, Layer& to, const InputStatistics* refit) {
+    for (int k = 0; k < kKindCount; ++k) {
+      if (static_cast<int>(kKinds[k].input) != input) continue;
+      const Linear& w = dense.layers[l].*kKinds[k].member;
+      LowRank lr = whitened_low_rank(w.first, white, ranks[k][l]);
+      losses[k][l] = relative_loss(lr.singular_values, ranks[k][l]);
+      Tensor second = refit ? refit_second(w.first, lr.first, refit->compressed, *refit->cross, options.ridge)
+                            : std::move(lr.second);
+      to.*kKinds[k].member = Linear{lr.first, std::move(second), w.bias};
+    }
+    if (white.shift > 0) shifts.push_back({{"layer", l}, {"input", kInputNames[input]}, {"shift", white.shift}});
+  };
+  auto report_layer = [&](int l) {
     std::ostringstream line;
     line << "layer " << l + 1 << "/" << layers << ": ranks";
-    for (int k = 0; k < kKindCount; ++k) {
-      const Linear& w = from.*kKinds[k].member;
-      LowRank lr = whitened_low_rank(w.first, white[static_cast<int>(kKinds[k].input)], ranks[k][l]);
-      losses[k][l] = relative_loss(lr.singular_values, ranks[k][l]);
-      to.*kKinds[k].member = Linear{lr.first, lr.second, w.bias};
-      line << " " << kKinds[k].name << " " << ranks[k][l];
-    }
-    for (int i = 0; i < 4; ++i)
-      if (white[i].shift > 0) {
-        shifts.push_back({{"layer", l}, {"input", kInputNames[i]}, {"shift", white[i].shift}});
-        line << " (" << kInputNames[i] << " statistics shifted by " << white[i].shift << ")";
-      }
+    for (int k = 0; k < kKindCount; ++k) line << " " << kKinds[k].name << " " << ranks[k][l];
+    for (const auto& s : shifts)
+      if (s["layer"] == l) line << " (" << s["input"].get<std::string>() << " statistics shifted by " << s["shift"] << ")";
     report(options, line.str());
-  });
+  };
+  if (options.sequential) {
+    SequentialCalibration seq(dense, calibration_ids, cal->window(), options.threads, options.refit);
+    report(options, "sequential calibration on " + std::to_string(seq.tokens()) + " tokens (" +
+                        std::to_string(seq.windows()) + " windows of " + std::to_string(seq.window()) + ")" +
+                        (options.refit ? ", least-squares re-fit against the dense model" : ""));
+    for (int l = 0; l < layers; ++l) {
+      for (int input = 0; input < 4; ++input) {
+        const InputStatistics stats = seq.gather(LinearInput(input));
+        factor(l, input, cholesky_whitening(stats.compressed), seq.work().layers[l], options.refit ? &stats : nullptr);
+        seq.work().pack_layer(l);
+      }
+      seq.advance();
+      report_layer(l);
+    }
+    m = seq.work();
+  } else {
+    m.config = c;
+    m.family = dense.family;
+    m.source = dense.source;
+    m.embed = dense.embed;
+    m.final_norm = dense.final_norm;
+    m.lm_head = dense.lm_head;
+    m.layers.resize(layers);
+    for_each_layer(dense, cal, stats, options, [&](int l, const LayerWhitening& white) {
+      Layer& to = m.layers[l];
+      to.attn_norm = dense.layers[l].attn_norm;
+      to.mlp_norm = dense.layers[l].mlp_norm;
+      for (int input = 0; input < 4; ++input) factor(l, input, white[input], to, nullptr);
+      report_layer(l);
+    });
+  }
   m.pack();
   m.validate();
 
@@ -212,7 +243,9 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
     p["calibration"] = {{"tokens", cal->tokens()},
                         {"window", cal->window()},
                         {"windows", cal->windows()},
-                        {"activations", "dense model, every layer"}};
+                        {"activations", options.sequential ? "compressed model, layer by layer (sequential)"
+                                                           : "dense model, every layer"}};
+    if (options.refit) p["refit"] = {{"target", "dense layer outputs on dense inputs"}, {"ridge", options.ridge}};
     if (stats) p["calibration"]["statistics_file"] = options.stats_path;
     p["whitening_shifts"] = shifts;
   }

@@ -21,6 +21,15 @@ struct CompressOptions {
   double keep = 0.6;  // kept parameter ratio of each compressed type, in (0, 1)
   CompressMethod method = CompressMethod::Whiten;
   RankAllocation allocation = RankAllocation::Uniform;
+  // Whitening only: gather each layer's statistics on the partly compressed
+  // model's rows, layer by layer (compress/sequential.h), instead of on the
+  // dense model's. Dense statistics (and the statistics file) still serve
+  // loss allocation's first pass.
+  bool sequential = false;
+  // Sequential only: re-fit each second factor by least squares against the
+  // dense layer's outputs (compress/refit.h), with ridge α.
+  bool refit = false;
+  double ridge = 1e-3;
   int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
   int threads = 0;  // CPU threads, 0: all
   // Calibration statistics held at once: as many layers as fit (at least one);
