@@ -308,8 +308,9 @@ class Compression {
     const std::vector<int64_t> ranks = budgeted_ranks(matrices, budget_);
     for (int k = 0; k < kKindCount; ++k)
       for (int l = 0; l < layers_; ++l) ranks_[k][l] = ranks[k * layers_ + l];
-    sensitivity_ = {{"probe_tokens", probe}, {"kl_per_type", nlohmann::json::object()}, {"layer_factor", per_layer}};
-    for (int k = 0; k < kKindCount; ++k) sensitivity_["kl_per_type"][kKinds[k].name] = per_type[k];
+    // per type: probe KL per unit of dropped whitened energy; per layer: a factor on it.
+    sensitivity_ = {{"probe_tokens", probe}, {"per_type", nlohmann::json::object()}, {"layer_factor", per_layer}};
+    for (int k = 0; k < kKindCount; ++k) sensitivity_["per_type"][kKinds[k].name] = per_type[k];
   }
 
   nlohmann::json provenance(const Model& m) const {

@@ -119,16 +119,6 @@ TEST(Refit, ReducesTheLayersOutputErrorOnHeldOutRows) {
   EXPECT_LT(after, 0.9 * before);
 }
 
-TEST(Refit, RidgeHelpsWhenRowsBarelyExceedTheWidth) {
-  const int64_t n = 1000, fitted = kRank + 4;  // a nearly exactly determined fit
-  const std::vector<float> x = activations(n, 8), xc = distorted(x, n, 9);
-  const Tensor w = weight();
-  const Fit f = fit(x, xc, fitted, w);
-  const double plain = output_error(x, xc, fitted, n, w, f.svd.first, refit_second(w, f.svd.first, f.compressed, f.cross, 0));
-  const double ridged = output_error(x, xc, fitted, n, w, f.svd.first, refit_second(w, f.svd.first, f.compressed, f.cross, 0.1));
-  EXPECT_LT(ridged, plain);
-}
-
 TEST(Refit, RejectsMismatchedShapes) {
   const Tensor w = weight();
   Gram c(kIn);

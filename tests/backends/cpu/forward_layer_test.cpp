@@ -53,8 +53,8 @@ TEST(ForwardLayer, LayerByLayerAndStageByStageIsTheForwardPass) {
       std::vector<float> copy = x;
       const bool resume = input == LinearInput::GateUp || input == LinearInput::Down;
       layered.forward_layer(copy.data(), n, l, {input, resume ? attention.data() : nullptr});
-      EXPECT_EQ(got[{l, input}], (want[{l, input}])) << "layer " << l << " input " << int(input);
-      EXPECT_EQ(got.count({l, LinearInput::Qkv}), resume ? 0u : 1u);  // resuming skips q|k|v
+      EXPECT_EQ(got[std::make_pair(l, input)], want[std::make_pair(l, input)]) << "layer " << l << " input " << int(input);
+      EXPECT_EQ(got.count(std::make_pair(l, LinearInput::Qkv)), resume ? 0u : 1u);  // resuming skips q|k|v
       if (input == LinearInput::O) attention = got[{l, input}];
     }
     layered.forward_layer(x.data(), n, l, {std::nullopt, attention.data()});
