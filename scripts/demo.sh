@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The main job, on the CPU: build flashsvd, fetch the default model
-# (SmolLM2-135M-Instruct) on first use, compress it (SVD-LLM whitening, keep
-# 0.8 of every projection's parameters; FLASHSVD_DEMO_KEEP to change), and show
-# the dense and the compressed model side by side: size, perplexity on a short
-# text, decode speed, and each one's greedy continuation of the same prompt.
+# (SmolLM2-135M-Instruct) on first use, compress it (sequential SVD-LLM
+# whitening with the least-squares re-fit, at the keep in
+# scripts/demo_settings.sh, the whole model's kept parameter fraction;
+# FLASHSVD_DEMO_KEEP to change), and show the dense and the compressed model
+# side by side: size, perplexity on a short text, decode speed, and each one's
+# greedy continuation of the same prompt.
 #   bash scripts/demo.sh ["your prompt"]
 # Calibration and scoring read two fixed, disjoint texts (scripts/demo_text/),
 # so the demo needs nothing beyond the model and its numbers do not move when
 # the docs change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prompt=${1:-The three most important rules of writing clear code are}
-keep=${FLASHSVD_DEMO_KEEP:-0.8}
+source scripts/demo_settings.sh
+prompt=${1:-$demo_prompt}
+keep=${FLASHSVD_DEMO_KEEP:-$demo_keep}
 dir=${FLASHSVD_BUILD_DIR:-build}
 say() { echo "== $*" >&2; }
 
@@ -25,8 +28,9 @@ work=$dir/demo
 compressed=$work/smollm2-keep$keep
 mkdir -p "$work"
 texts=scripts/demo_text
-say "compressing to keep $keep with whitening on 2048 tokens of $texts/calibration.txt (about a minute on 2 cores)"
-$fsvd compress -m "$dense" --ratio "$keep" --calib "$texts/calibration.txt" --calib-tokens 2048 --calib-ctx 512 \
+say "compressing to keep $keep of the model ($demo_compress_flags, $texts/calibration.txt; minutes on 2 cores)"
+# shellcheck disable=SC2086  # the flags are words
+$fsvd compress -m "$dense" --ratio "$keep" $demo_compress_flags --calib "$texts/calibration.txt" \
   --dtype bf16 -o "$compressed" --force 2>"$work/compress.log" || { cat "$work/compress.log" >&2; exit 1; }
 grep "^compressed" "$work/compress.log" >&2
 
@@ -35,7 +39,7 @@ for m in dense compressed; do
   say "$m: size, perplexity on $texts/evaluation.txt, continuation"
   { $fsvd info --json -m "$path" >"$work/$m.info.json" &&
     $fsvd ppl --json -m "$path" --text "$texts/evaluation.txt" --ctx 512 --max-windows 1 >"$work/$m.ppl.json" &&
-    $fsvd generate --json -n 48 --temp 0 -p "$prompt" -m "$path" >"$work/$m.gen.json"; } 2>"$work/$m.log" ||
+    $fsvd generate --json -n "$demo_tokens" --temp 0 -p "$prompt" -m "$path" >"$work/$m.gen.json"; } 2>"$work/$m.log" ||
     { cat "$work/$m.log" >&2; exit 1; }
 done
 

@@ -25,6 +25,9 @@ struct CompressFlags {
   std::string out;
   std::string method = "whiten";
   std::string allocation = "uniform";
+  bool sequential = false;
+  bool refit = false;
+  double ridge = 1e-3;
   std::string calib;
   int64_t calib_tokens = 32768;
   int calib_ctx = 0;
@@ -39,7 +42,12 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   CompressOptions options;
   options.keep = f.keep;
   options.method = f.method == "svd" ? CompressMethod::Svd : CompressMethod::Whiten;
-  options.allocation = f.allocation == "loss" ? RankAllocation::Loss : RankAllocation::Uniform;
+  const std::map<std::string, RankAllocation> allocations = {
+      {"uniform", RankAllocation::Uniform}, {"loss", RankAllocation::Loss}, {"budget", RankAllocation::Budget}};
+  options.allocation = allocations.at(f.allocation);
+  options.sequential = f.sequential;
+  options.refit = f.refit;
+  options.ridge = f.ridge;
   options.window = f.calib_ctx;
   options.threads = mf.threads;
   options.stats_budget_bytes = static_cast<int64_t>(f.stats_gib * double(int64_t{1} << 30));
@@ -77,7 +85,9 @@ void add_compress_command(CLI::App& app) {
       "compress", "Compress a dense model into low-rank factors (SVD-LLM whitening or plain SVD), saved natively");
   auto mf = add_model_flags(*cmd, ModelUse::cpu);
   auto f = std::make_shared<CompressFlags>();
-  cmd->add_option("--ratio", f->keep, "Kept parameter ratio of every compressed matrix type, in (0, 1)")
+  cmd->add_option("--ratio", f->keep,
+                  "The model's kept parameter fraction, in (0, 1): embeddings, lm_head, norms and biases count and "
+                  "stay dense, so the projection matrices keep less")
       ->required();
   cmd->add_option("-o,--output", f->out, "Output directory, native format (created; must be empty unless --force)")
       ->required();
@@ -85,8 +95,16 @@ void add_compress_command(CLI::App& app) {
       ->check(CLI::IsMember({"whiten", "svd"}))
       ->capture_default_str();
   cmd->add_option("--allocation", f->allocation,
-                  "uniform ranks, or loss: per-matrix ranks within each type chosen by truncation loss")
-      ->check(CLI::IsMember({"uniform", "loss"}))
+                  "uniform ranks; loss: per-matrix ranks within each type chosen by truncation loss; budget: one "
+                  "budget across all matrices (any may keep more rank or stay dense) by measured sensitivity")
+      ->check(CLI::IsMember({"uniform", "loss", "budget"}))
+      ->capture_default_str();
+  cmd->add_flag("--sequential", f->sequential,
+                "Calibrate layer by layer on the partly compressed model's activations (whiten only)");
+  cmd->add_flag("--refit", f->refit,
+                "Re-fit every second factor by least squares against the dense model's outputs (needs --sequential)");
+  cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean of the rank-space system's diagonal")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--calib", f->calib, "Calibration text file (needed by whiten)");
   cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text")

@@ -1,9 +1,10 @@
 #pragma once
 // Compresses a dense model into low-rank factors: SVD-LLM's truncation-aware
-// whitening (or plain SVD as a baseline), uniform or loss-guided ranks. Every
-// q, k, v, o, gate, up and down becomes first [r, in], second [out, r];
-// embeddings, norms and lm_head stay as they are (shared with the dense model,
-// which is never modified).
+// whitening (or plain SVD as a baseline), optionally sequential with a
+// least-squares re-fit, under uniform, loss-guided or budgeted ranks. Every
+// q, k, v, o, gate, up and down becomes first [r, in], second [out, r] (or,
+// under a budget, may stay dense); embeddings, norms, biases and lm_head stay
+// as they are (shared with the dense model, which is never modified).
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -15,12 +16,28 @@
 namespace fsvd {
 
 enum class CompressMethod { Whiten, Svd };
-enum class RankAllocation { Uniform, Loss };
+enum class RankAllocation { Uniform, Loss, Budget };
 
 struct CompressOptions {
-  double keep = 0.6;  // kept parameter ratio of each compressed type, in (0, 1)
+  // The model's kept parameter fraction, in (0, 1): compressed parameters /
+  // dense parameters, both counted whole (Model::unique_params). What is never
+  // compressed (embeddings, lm_head, norms, biases) counts in both, so the
+  // matrices keep less: (keep·dense − fixed) / matrix parameters of them.
+  double keep = 0.6;
   CompressMethod method = CompressMethod::Whiten;
   RankAllocation allocation = RankAllocation::Uniform;
+  // Whitening only: gather each layer's statistics on the partly compressed
+  // model's rows, layer by layer (compress/sequential.h), instead of on the
+  // dense model's. Dense statistics (and the statistics file) still serve
+  // loss allocation's first pass.
+  bool sequential = false;
+  // Sequential only: re-fit each second factor by least squares against the
+  // dense layer's outputs (compress/refit.h), with ridge α.
+  bool refit = false;
+  double ridge = 1e-3;
+  // Budget allocation: calibration tokens (the first of the slice) the
+  // sensitivity probes score, one window.
+  int probe_tokens = 256;
   int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
   int threads = 0;  // CPU threads, 0: all
   // Calibration statistics held at once: as many layers as fit (at least one);

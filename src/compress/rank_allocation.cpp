@@ -44,4 +44,54 @@ std::vector<int64_t> loss_guided_ranks(const std::vector<std::vector<double>>& s
   return ranks;
 }
 
+std::vector<int64_t> budgeted_ranks(const std::vector<MatrixSpectrum>& matrices, int64_t budget) {
+  const int64_t count = static_cast<int64_t>(matrices.size());
+  std::vector<int64_t> ranks(count, 1);
+  std::vector<double> dropped(count, 0.0);  // Σ σ² beyond the current rank
+  for (int64_t i = 0; i < count; ++i) {
+    const MatrixSpectrum& m = matrices[i];
+    check(m.out > 0 && m.in > 0 && static_cast<int64_t>(m.singular_values.size()) == std::min(m.out, m.in),
+          "budgeted_ranks", "matrix ", i, " [", m.out, ", ", m.in, "] has ", m.singular_values.size(),
+          " singular values");
+    check(m.sensitivity >= 0, "budgeted_ranks", "matrix ", i, " has a negative sensitivity");
+    check(m.out * m.in >= m.out + m.in, "budgeted_ranks", "matrix ", i, " [", m.out, ", ", m.in,
+          "] is too small to factor");
+    for (size_t j = 1; j < m.singular_values.size(); ++j) dropped[i] += m.singular_values[j] * m.singular_values[j];
+    budget -= m.out + m.in;
+  }
+  check(budget >= 0, "budgeted_ranks", "the parameter budget cannot give each of the ", count,
+        " matrices rank 1 (", -budget, " parameters short)");
+
+  // The next item of matrix i: (value per parameter, -i) on a max-heap, ties to the lower index; its cost apart.
+  auto break_even = [&](int64_t i) { return matrices[i].out * matrices[i].in / (matrices[i].out + matrices[i].in); };
+  auto cost = [&](int64_t i) {
+    const MatrixSpectrum& m = matrices[i];
+    return ranks[i] < break_even(i) ? m.out + m.in : m.out * m.in - ranks[i] * (m.out + m.in);
+  };
+  auto value = [&](int64_t i) {
+    const MatrixSpectrum& m = matrices[i];
+    const double s = ranks[i] < break_even(i) ? m.singular_values[ranks[i]] : 0.0;
+    const double gain = m.sensitivity * (ranks[i] < break_even(i) ? s * s : dropped[i]);
+    return gain / static_cast<double>(std::max<int64_t>(cost(i), 1));
+  };
+  std::priority_queue<std::tuple<double, int64_t>> next;
+  for (int64_t i = 0; i < count; ++i)
+    if (value(i) > 0) next.emplace(value(i), -i);
+  while (!next.empty()) {
+    const int64_t i = -std::get<1>(next.top());
+    next.pop();
+    if (cost(i) > budget) continue;  // its later items cost as much or more: the matrix is done
+    budget -= cost(i);
+    if (ranks[i] == break_even(i)) {
+      ranks[i] = -1;
+      continue;
+    }
+    const double s = matrices[i].singular_values[ranks[i]];
+    dropped[i] -= s * s;
+    ++ranks[i];
+    if (value(i) > 0) next.emplace(value(i), -i);
+  }
+  return ranks;
+}
+
 }  // namespace fsvd

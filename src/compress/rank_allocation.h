@@ -26,4 +26,25 @@ int64_t uniform_rank(int64_t out, int64_t in, double keep);
 std::vector<int64_t> loss_guided_ranks(const std::vector<std::vector<double>>& singular_values, int64_t total,
                                        int64_t max_rank);
 
+// One compressible matrix for budgeted_ranks().
+struct MatrixSpectrum {
+  int64_t out = 0, in = 0;
+  std::vector<double> singular_values;  // of W·L (whitened), descending, min(out, in) of them
+  double sensitivity = 0;               // predicted loss per unit of squared whitened error, >= 0
+};
+
+// A rank for every matrix under one parameter budget shared by all of them,
+// or -1 where the matrix stays dense. The predicted loss of matrix i at rank r
+// is sensitivity_i · Σ_{j>=r} σ_ij²: its dropped whitened energy (the exact
+// squared output error on the calibration rows), weighted by how much that
+// error costs downstream. Every matrix keeps at least rank 1; the rest of the
+// budget goes greedily to whatever removes the most predicted loss per
+// parameter: the next direction of a matrix (out + in parameters) or, once a
+// matrix is at its break-even rank int(out·in/(out+in)), storing it dense (the
+// remaining parameters up to out·in). Values per parameter fall along each
+// matrix's directions, so the greedy choice is optimal up to the last item
+// that did not fit. Items of zero value are not taken. Throws Error when the
+// budget cannot give every matrix rank 1.
+std::vector<int64_t> budgeted_ranks(const std::vector<MatrixSpectrum>& matrices, int64_t budget);
+
 }  // namespace fsvd

@@ -43,12 +43,23 @@ void Model::validate_packed(const std::string& user) const {
           " is not packed (Model::pack() must run before ", user, ")");
 }
 
+namespace {
+
+void pack_into(Layer& l, PackCache& cache) {
+  l.qkv = pack_in_place({&l.q, &l.k, &l.v}, cache);
+  l.gate_up = pack_in_place({&l.gate, &l.up}, cache);
+}
+
+}  // namespace
+
 void Model::pack() {
   PackCache cache;
-  for (Layer& l : layers) {
-    l.qkv = pack_in_place({&l.q, &l.k, &l.v}, cache);
-    l.gate_up = pack_in_place({&l.gate, &l.up}, cache);
-  }
+  for (Layer& l : layers) pack_into(l, cache);
+}
+
+void Model::pack_layer(int index) {
+  PackCache cache;
+  pack_into(layers.at(index), cache);
 }
 
 int64_t Model::unique_params() const {

@@ -30,6 +30,8 @@ struct Model {
   void validate() const;
   // Stacks q|k|v and gate|up first factors (see PackedLinear). Idempotent.
   void pack();
+  // pack() for one layer, after its linears were replaced.
+  void pack_layer(int index);
   // validate(), then throws unless pack() has run: backends read the packs.
   // `user` names the backend in the message.
   void validate_packed(const std::string& user) const;

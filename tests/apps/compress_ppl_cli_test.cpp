@@ -88,7 +88,8 @@ TEST_F(CompressPplCli, CompressWritesAModelThatInfoAndPplRead) {
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_TRUE(c.out.empty()) << c.out;  // progress goes to stderr
   EXPECT_NE(c.err.find("calibrating layers 0..4 on 4096 tokens"), std::string::npos) << c.err;
-  EXPECT_NE(c.err.find("layer 5/5: ranks q 19 k 12 v 12 o 19 gate 27 up 27 down 27"), std::string::npos) << c.err;
+  // --ratio 0.6 of the whole model: the matrices keep 54% (the embedding stays whole).
+  EXPECT_NE(c.err.find("layer 5/5: ranks q 17 k 11 v 11 o 17 gate 25 up 25 down 25"), std::string::npos) << c.err;
 
   const testing::CliResult info = run_cli("info --json -m " + out_.string());
   ASSERT_EQ(info.exit_code, 0) << info.err;

@@ -53,6 +53,13 @@ std::vector<double> reconstruct(const Linear& l) {
   return w;
 }
 
+void expect_finite_logits(const Model& m) {
+  CpuExecutor ex(m, 16, 1);
+  std::vector<float> logits;
+  ex.forward(random_tokens(10, 64, 2), 0, true, logits);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
 const Linear Layer::*const kMembers[] = {&Layer::q, &Layer::k, &Layer::v, &Layer::o,
                                          &Layer::gate, &Layer::up, &Layer::down};
 
@@ -61,6 +68,7 @@ TEST(Compressor, FactorsEveryProjectionAndLeavesTheDenseModelAlone) {
   const float* q0 = dense.layers[0].q.first.data();
   const std::vector<float> q0_values(q0, q0 + dense.layers[0].q.first.numel());
   const Compressed c = compress_model(dense, random_tokens(200, 64, 1), small_options());
+  const double matrix_keep = c.provenance["matrix_keep"];
 
   for (size_t l = 0; l < dense.layers.size(); ++l)
     for (const auto member : kMembers) {
@@ -68,7 +76,7 @@ TEST(Compressor, FactorsEveryProjectionAndLeavesTheDenseModelAlone) {
       const Linear& to = c.model.layers[l].*member;
       EXPECT_FALSE(from.low_rank());
       ASSERT_TRUE(to.low_rank());
-      EXPECT_EQ(to.rank(), uniform_rank(from.out(), from.in(), 0.6));
+      EXPECT_EQ(to.rank(), uniform_rank(from.out(), from.in(), matrix_keep));
       EXPECT_EQ(to.bias.storage_id(), from.bias.storage_id());
     }
   EXPECT_TRUE(std::equal(q0_values.begin(), q0_values.end(), q0));
@@ -82,14 +90,18 @@ TEST(Compressor, FactorsEveryProjectionAndLeavesTheDenseModelAlone) {
   EXPECT_EQ(p["keep_ratio"], 0.6);
   EXPECT_EQ(p["calibration"]["tokens"], 200);
   EXPECT_EQ(p["calibration"]["windows"], 7);  // 6 of 32 tokens and one of 8
-  EXPECT_EQ(p["ranks"]["down"], (std::vector<int64_t>{11, 11, 11}));  // int(32·48·0.6 / 80)
+  // --ratio is the whole model's kept fraction: what stays dense counts, so the matrices keep less.
+  int64_t matrices = 0;
+  for (const auto member : kMembers) matrices += (dense.layers[0].*member).out() * (dense.layers[0].*member).in() * 3;
+  const int64_t fixed = dense.unique_params() - matrices;
+  EXPECT_EQ(p["fixed_params"], fixed);
+  EXPECT_NEAR(matrix_keep, (0.6 * dense.unique_params() - fixed) / matrices, 1.0 / matrices);  // whole parameters
+  EXPECT_LT(matrix_keep, 0.6);
   EXPECT_EQ(p["params"], c.model.unique_params());
-  EXPECT_LT(c.model.unique_params(), dense.unique_params());
+  EXPECT_LE(c.model.unique_params(), 0.6 * dense.unique_params());
+  EXPECT_GT(c.model.unique_params(), 0.55 * dense.unique_params());  // rounding ranks down loses little
 
-  CpuExecutor ex(c.model, 16, 1);
-  std::vector<float> logits;
-  ex.forward(random_tokens(10, 64, 2), 0, true, logits);
-  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  expect_finite_logits(c.model);
 }
 
 TEST(Compressor, WhitensWithTheDenseActivationsOfEachLayer) {
@@ -151,6 +163,50 @@ TEST(Compressor, LossAllocationKeepsTheParameterBudgetWithUnevenRanks) {
   EXPECT_TRUE(uneven);
 }
 
+TEST(Compressor, BudgetAllocationKeepsTheModelFractionWithRanksAcrossTypes) {
+  const Model dense = dense_model(4);
+  const std::vector<int32_t> tokens = random_tokens(160, 64, 5);
+  CompressOptions options = small_options();
+  const Compressed uniform = compress_model(dense, tokens, options);
+  options.allocation = RankAllocation::Budget;
+  options.probe_tokens = 24;
+  std::vector<std::string> lines;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  const Compressed budget = compress_model(dense, tokens, options);
+  const nlohmann::json& p = budget.provenance;
+  EXPECT_EQ(p["allocation"], "budget");
+  EXPECT_EQ(p["sensitivity"]["probe_tokens"], 24);
+  EXPECT_EQ(p["sensitivity"]["layer_factor"].size(), 4u);
+  EXPECT_LE(budget.model.unique_params(), 0.6 * dense.unique_params());
+  EXPECT_GE(budget.model.unique_params(), uniform.model.unique_params());  // the greedy spends at least as much
+  EXPECT_NE(p["ranks"], uniform.provenance["ranks"]);
+  // 7 type probes and 4 layer probes.
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.rfind("sensitivity probe", 0) == 0; }),
+            11);
+  expect_finite_logits(budget.model);
+}
+
+TEST(Compressor, SequentialRefitFitsEveryLayerToTheCompressedModelsRows) {
+  const Model dense = dense_model();
+  const std::vector<int32_t> tokens = random_tokens(120, 64, 7);
+  CompressOptions options = small_options();
+  const Compressed plain = compress_model(dense, tokens, options);
+  options.sequential = true;
+  const Compressed seq = compress_model(dense, tokens, options);
+  options.refit = true;
+  const Compressed refit = compress_model(dense, tokens, options);
+  EXPECT_EQ(seq.provenance["calibration"]["activations"], "compressed model, layer by layer (sequential)");
+  EXPECT_EQ(refit.provenance["refit"]["ridge"], options.ridge);
+  // Same ranks and parameters; layer 0's q|k|v read the same (embedding) rows either way, later inputs do not.
+  EXPECT_EQ(seq.model.unique_params(), plain.model.unique_params());
+  EXPECT_EQ(reconstruct(seq.model.layers[0].q), reconstruct(plain.model.layers[0].q));
+  EXPECT_NE(reconstruct(seq.model.layers[2].down), reconstruct(plain.model.layers[2].down));
+  // The re-fit keeps the truncation's first factors (layer 0's q|k|v read the same rows) and moves the second ones.
+  const Linear &q_seq = seq.model.layers[0].q, &q_refit = refit.model.layers[0].q;
+  EXPECT_TRUE(std::equal(q_seq.first.data(), q_seq.first.data() + q_seq.first.numel(), q_refit.first.data()));
+  EXPECT_FALSE(std::equal(q_seq.second.data(), q_seq.second.data() + q_seq.second.numel(), q_refit.second.data()));
+}
+
 TEST(Compressor, PlainSvdNeedsNoCalibration) {
   const Model dense = dense_model();
   CompressOptions options = small_options();
@@ -172,6 +228,15 @@ TEST(Compressor, RejectsWhatItCannotCompress) {
   CompressOptions bad = small_options();
   bad.keep = 1.5;
   EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "ratio"));
+  bad = small_options();
+  bad.refit = true;
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "needs sequential"));
+  bad.sequential = true;
+  bad.method = CompressMethod::Svd;
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "needs whitening"));
+  bad = small_options();
+  bad.keep = 0.05;  // less than the embeddings alone
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "never compressed"));
   const Compressed once = compress_model(dense, random_tokens(40, 64, 6), small_options());
   EXPECT_TRUE(fails_with([&] { compress_model(once.model, random_tokens(40, 64, 6), small_options()); },
                          "already low-rank"));

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <numeric>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -83,6 +88,100 @@ TEST(LossGuidedRanks, ClampsToWhatTheBoundsAllow) {
   EXPECT_EQ(loss_guided_ranks({std::vector<double>(6, 0.0), geometric(6, 0.9)}, 5, 4),
             (std::vector<int64_t>{1, 4}));
   EXPECT_THROW(loss_guided_ranks(values, 4, 7), Error);  // more rank than singular values
+}
+
+}  // namespace
+}  // namespace fsvd
+
+namespace fsvd {
+namespace {
+
+// Predicted loss and parameters of `ranks` (-1: dense).
+std::pair<double, int64_t> loss_and_params(const std::vector<MatrixSpectrum>& m, const std::vector<int64_t>& ranks) {
+  double loss = 0;
+  int64_t params = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (ranks[i] < 0) {
+      params += m[i].out * m[i].in;
+      continue;
+    }
+    params += ranks[i] * (m[i].out + m[i].in);
+    for (size_t j = ranks[i]; j < m[i].singular_values.size(); ++j)
+      loss += m[i].sensitivity * m[i].singular_values[j] * m[i].singular_values[j];
+  }
+  return {loss, params};
+}
+
+// The least predicted loss within `budget`, by trying every combination.
+double brute_force(const std::vector<MatrixSpectrum>& m, int64_t budget) {
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int64_t> ranks(m.size(), 1);
+  std::function<void(size_t)> go = [&](size_t i) {
+    if (i == m.size()) {
+      const auto [loss, params] = loss_and_params(m, ranks);
+      if (params <= budget) best = std::min(best, loss);
+      return;
+    }
+    const int64_t be = m[i].out * m[i].in / (m[i].out + m[i].in);
+    for (int64_t r = 1; r <= be; ++r) {
+      ranks[i] = r;
+      go(i + 1);
+    }
+    ranks[i] = -1;
+    go(i + 1);
+  };
+  go(0);
+  return best;
+}
+
+std::vector<MatrixSpectrum> random_matrices(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.1, 2.0), decay(0.3, 0.9);
+  std::vector<MatrixSpectrum> m;
+  const int64_t shapes[][2] = {{6, 6}, {8, 5}, {4, 9}};
+  for (const auto& s : shapes) {
+    MatrixSpectrum x{s[0], s[1], {}, u(rng)};
+    double v = u(rng) * 4;
+    for (int64_t j = 0; j < std::min(s[0], s[1]); ++j) x.singular_values.push_back(v *= decay(rng));
+    m.push_back(x);
+  }
+  return m;
+}
+
+TEST(BudgetedRanks, StaysWithinTheBudgetAndIsNearTheBestAllocation) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const std::vector<MatrixSpectrum> m = random_matrices(seed);
+    for (int64_t budget : {40, 60, 80, 110}) {
+      const std::vector<int64_t> ranks = budgeted_ranks(m, budget);
+      const auto [loss, params] = loss_and_params(m, ranks);
+      EXPECT_LE(params, budget);
+      // Greedy by value per parameter over concave items: never worse than
+      // the optimum with one largest item's parameters less (13 = 4 + 9).
+      EXPECT_LE(loss, brute_force(m, budget - 13) + 1e-12) << "seed " << seed << " budget " << budget;
+      EXPECT_GE(loss, brute_force(m, budget) - 1e-12);
+    }
+  }
+}
+
+TEST(BudgetedRanks, InsensitiveMatricesGiveWayAndSensitiveOnesStayDense) {
+  std::vector<MatrixSpectrum> m = random_matrices(3);
+  m[0].sensitivity = 0;
+  m[1].sensitivity = 1e9;
+  const std::vector<int64_t> ranks = budgeted_ranks(m, 80);
+  EXPECT_EQ(ranks[0], 1);
+  EXPECT_EQ(ranks[1], -1);  // 40 parameters dense
+}
+
+TEST(BudgetedRanks, RejectsBudgetsAndSpectraItCannotUse) {
+  const std::vector<MatrixSpectrum> m = random_matrices(4);
+  EXPECT_THROW(budgeted_ranks(m, 12 + 13 + 12), Error);  // rank 1 everywhere needs 38
+  EXPECT_NO_THROW(budgeted_ranks(m, 38));
+  std::vector<MatrixSpectrum> bad = m;
+  bad[2].singular_values.pop_back();
+  EXPECT_THROW(budgeted_ranks(bad, 100), Error);
+  bad = m;
+  bad[0].sensitivity = -1;
+  EXPECT_THROW(budgeted_ranks(bad, 100), Error);
 }
 
 }  // namespace

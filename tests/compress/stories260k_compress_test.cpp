@@ -74,5 +74,31 @@ TEST_F(Stories260KCompress, LossAllocationSpendsTheSameBudgetUnevenly) {
   std::printf("loss-allocated ranks: %s\n", loss.provenance["ranks"].dump().c_str());
 }
 
+// Each step of issue 22 lowers the perplexity of the evaluated head at the
+// same model fraction: sequential calibration, then the least-squares re-fit;
+// and the budgeted allocation beats uniform ranks with dense statistics.
+TEST_F(Stories260KCompress, SequentialRefitAndBudgetEachLowerPerplexity) {
+  CompressOptions options;
+  options.keep = 0.6;
+  options.threads = 1;
+  const double today = perplexity(compress_model(dense_, calibration_, options).model);
+  options.sequential = true;
+  const double seq = perplexity(compress_model(dense_, calibration_, options).model);
+  options.refit = true;
+  const double refit = perplexity(compress_model(dense_, calibration_, options).model);
+  options = CompressOptions{};
+  options.keep = 0.6;
+  options.threads = 1;
+  options.allocation = RankAllocation::Budget;
+  const Compressed budget = compress_model(dense_, calibration_, options);
+  const double budgeted = perplexity(budget.model);
+  std::printf("stories260K model keep 0.6: today %.3f, +sequential %.3f, +re-fit %.3f; budget %.3f (%.1f%% of dense)\n",
+              today, seq, refit, budgeted, 100.0 * budget.model.unique_params() / dense_.unique_params());
+  EXPECT_LT(seq, today);
+  EXPECT_LT(refit, seq);
+  EXPECT_LT(budgeted, today);
+  EXPECT_LE(budget.model.unique_params(), 0.6 * dense_.unique_params());
+}
+
 }  // namespace
 }  // namespace fsvd

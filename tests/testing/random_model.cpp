@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/error.h"
+
 namespace fsvd::testing {
 
 namespace {
@@ -77,7 +79,9 @@ Model random_model(const RandomModelSpec& spec) {
   }
 
   const int64_t q_out = int64_t{c.n_heads} * c.head_dim, kv_out = int64_t{c.n_kv_heads} * c.head_dim;
-  const Ranks& r = spec.ranks;
+  check(spec.layer_ranks.empty() ||
+            (static_cast<int>(spec.layer_ranks.size()) == c.n_layers && spec.share_group <= 1),
+        "random_model", "layer_ranks needs one Ranks per layer and no sharing");
   // Shared first factors of the current group: q, k, v, gate, up.
   Tensor group_first[5];
   for (int i = 0; i < c.n_layers; ++i) {
@@ -87,6 +91,7 @@ Model random_model(const RandomModelSpec& spec) {
       if (group_start) group_first[slot] = f.first(rank, in);
       return &group_first[slot];
     };
+    const Ranks& r = spec.layer_ranks.empty() ? spec.ranks : spec.layer_ranks[i];
     Layer l;
     l.attn_norm = f.normal({c.hidden}, 0.1f, 1.0f);
     l.mlp_norm = f.normal({c.hidden}, 0.1f, 1.0f);

@@ -17,6 +17,9 @@ struct Ranks {
 struct RandomModelSpec {
   ModelConfig config;  // config.tied_embeddings makes lm_head share embed's storage
   Ranks ranks;
+  // One Ranks per layer, replacing `ranks` when given: the per-layer mixes of
+  // dense and low-rank parts a budgeted compression makes. No sharing with it.
+  std::vector<Ranks> layer_ranks;
   int lm_head_rank = 0;  // untied lm_head only
   bool qkv_bias = false;
   // Consecutive layers per group whose low-rank q, k, v, gate and up share one

@@ -56,17 +56,7 @@ void CpuExecutor::step(std::span<const SeqSlice> batch, std::vector<float>& logi
   const ModelConfig& c = model_.config;
   const int64_t n = check_step_request("CpuExecutor::step", batch, pages_, context_, c.vocab);
 
-  omp_set_num_threads(threads_);
-  openblas_set_num_threads(threads_);
-  x_.resize(n * c.hidden);
-  xn_.resize(n * c.hidden);
-  q_.resize(n * q_dim_);
-  k_.resize(n * kv_dim_);
-  v_.resize(n * kv_dim_);
-  att_.resize(n * q_dim_);
-  gate_.resize(n * c.intermediate);
-  up_.resize(n * c.intermediate);
-
+  size_buffers(n);
   first_.clear();
   int64_t row = 0;
   for (const SeqSlice& s : batch) {
@@ -75,7 +65,7 @@ void CpuExecutor::step(std::span<const SeqSlice> batch, std::vector<float>& logi
       std::memcpy(x_.data() + row++ * c.hidden, model_.embed.data() + int64_t{t} * c.hidden,
                   sizeof(float) * c.hidden);
   }
-  for (int l = 0; l < c.n_layers; ++l) run_layer(l, batch, n);
+  for (int l = 0; l < c.n_layers; ++l) run_layer(l, batch, n, LayerRun{});
 
   // Only the rows whose logits are wanted go through the final norm and lm_head.
   int64_t rows = 0;
@@ -91,15 +81,39 @@ void CpuExecutor::step(std::span<const SeqSlice> batch, std::vector<float>& logi
   if (rows > 0) cpu::apply_linear(model_.lm_head, xn_.data(), rows, logits.data(), c.vocab, false, scratch_);
 }
 
-void CpuExecutor::run_layer(int index, std::span<const SeqSlice> batch, int64_t n) {
+void CpuExecutor::size_buffers(int64_t n) {
+  const ModelConfig& c = model_.config;
+  omp_set_num_threads(threads_);
+  openblas_set_num_threads(threads_);
+  x_.resize(n * c.hidden);
+  xn_.resize(n * c.hidden);
+  q_.resize(n * q_dim_);
+  k_.resize(n * kv_dim_);
+  v_.resize(n * kv_dim_);
+  att_.resize(n * q_dim_);
+  gate_.resize(n * c.intermediate);
+  up_.resize(n * c.intermediate);
+}
+
+void CpuExecutor::forward_layer(float* hidden, int64_t n, int index, const LayerRun& run) {
+  const ModelConfig& c = model_.config;
+  check(0 <= index && index < c.n_layers, "CpuExecutor::forward_layer", "layer ", index, " outside the model's ",
+        c.n_layers, " layers");
+  check(n > 0 && n <= context_, "CpuExecutor::forward_layer", n, " rows for a context of ", context_);
+  size_buffers(n);
+  // run_layer reads only the slice's length, position and blocks: the token ids are never looked at.
+  positions_.resize(n);
+  const SeqSlice slice{{positions_.data(), static_cast<size_t>(n)}, 0, all_blocks_, StepOutput::none};
+  first_.assign(1, 0);
+  std::memcpy(x_.data(), hidden, sizeof(float) * n * c.hidden);
+  run_layer(index, {&slice, 1}, n, run);
+  std::memcpy(hidden, x_.data(), sizeof(float) * n * c.hidden);
+}
+
+void CpuExecutor::attend(int index, std::span<const SeqSlice> batch, int64_t n) {
   const ModelConfig& c = model_.config;
   const Layer& l = model_.layers[index];
   const cpu::HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-
-  // Attention block: q|k|v from one packed GEMM over every row of the step;
-  // each sequence's k and v land in its blocks, and its queries attend to them.
-  cpu::rmsnorm(x_.data(), l.attn_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
-  observe(index, LinearInput::Qkv, xn_, n, c.hidden);
   const cpu::OutSlot qkv_out[] = {{q_.data(), q_dim_}, {k_.data(), kv_dim_}, {v_.data(), kv_dim_}};
   cpu::apply_packed(l.qkv, xn_.data(), n, qkv_out, scratch_);
   float* k_cache = k_pool(index);
@@ -120,16 +134,35 @@ void CpuExecutor::run_layer(int index, std::span<const SeqSlice> batch, int64_t 
     }
     cpu::attention(q, q_dim_, kv, len, s.pos, heads, att_.data() + first_[i] * q_dim_);
   }
+}
+
+void CpuExecutor::run_layer(int index, std::span<const SeqSlice> batch, int64_t n, const LayerRun& run) {
+  const ModelConfig& c = model_.config;
+  const Layer& l = model_.layers[index];
+
+  // Attention block: q|k|v from one packed GEMM over every row of the step;
+  // each sequence's k and v land in its blocks, and its queries attend to them.
+  if (run.attention) {
+    std::memcpy(att_.data(), run.attention, sizeof(float) * n * q_dim_);
+  } else {
+    cpu::rmsnorm(x_.data(), l.attn_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
+    observe(index, LinearInput::Qkv, xn_, n, c.hidden);
+    if (run.stop_at == LinearInput::Qkv) return;
+    attend(index, batch, n);
+  }
   observe(index, LinearInput::O, att_, n, q_dim_);
+  if (run.stop_at == LinearInput::O) return;
   cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);
 
   // MLP block: gate|up from one packed GEMM, then down added to the residual.
   cpu::rmsnorm(x_.data(), l.mlp_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
   observe(index, LinearInput::GateUp, xn_, n, c.hidden);
+  if (run.stop_at == LinearInput::GateUp) return;
   const cpu::OutSlot gu_out[] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
   cpu::apply_packed(l.gate_up, xn_.data(), n, gu_out, scratch_);
   cpu::silu_mul(gate_.data(), up_.data(), n * c.intermediate, gate_.data());
   observe(index, LinearInput::Down, gate_, n, c.intermediate);
+  if (run.stop_at == LinearInput::Down) return;
   cpu::apply_linear(l.down, gate_.data(), n, x_.data(), c.hidden, true, scratch_);
 }
 

@@ -2,6 +2,7 @@
 // fp32 reference backend: the HF LlamaForCausalLM forward (Qwen2's q/k/v
 // biases included) over a packed Model, with a paged KV cache.
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "backends/executor.h"
@@ -36,11 +37,27 @@ class CpuExecutor : public Executor {
   ExecutorStats stats() override;
   // Called with every linear input of later forwards; empty to stop.
   void set_observer(LinearInputObserver observer) { observer_ = std::move(observer); }
+  // How forward_layer() runs a layer: up to where, and from where.
+  struct LayerRun {
+    // Stop once the observer has seen this input (`hidden` then holds the
+    // layer's input residual plus whatever the layer added before it).
+    std::optional<LinearInput> stop_at;
+    // The attention output [n, q_dim] (the o input) from an earlier run of this
+    // layer over the same rows: skips q|k|v and attention (and the q|k|v observer call).
+    const float* attention = nullptr;
+  };
+  // Runs layer `index` over `hidden` [n, hidden], in place: the residual stream
+  // of one sequence from position 0 (no embedding, final norm or lm_head). Lets
+  // compression run a model layer by layer and stage by stage.
+  void forward_layer(float* hidden, int64_t n, int index, const LayerRun& run);
 
  private:
   // The step's token rows are the slices' tokens one after another; slice i
   // starts at row first_[i].
-  void run_layer(int index, std::span<const SeqSlice> batch, int64_t n);
+  void run_layer(int index, std::span<const SeqSlice> batch, int64_t n, const LayerRun& run);
+  void size_buffers(int64_t n);
+  // q|k|v of xn_'s rows, into the KV cache, and attention into att_.
+  void attend(int index, std::span<const SeqSlice> batch, int64_t n);
   void observe(int layer, LinearInput input, const std::vector<float>& rows, int64_t n, int64_t dim) const {
     if (observer_) observer_(layer, input, rows.data(), n, dim);
   }
@@ -52,6 +69,7 @@ class CpuExecutor : public Executor {
   int context_;
   int threads_;
   std::vector<int32_t> all_blocks_;  // 0, 1, 2, ...: forward()'s sequence
+  std::vector<int32_t> positions_;   // forward_layer(): placeholder token ids, one per row
   int filled_ = 0;                   // forward(): positions [0, filled_) hold valid keys/values
   int64_t q_dim_, kv_dim_;
   std::vector<float> inv_freq_;

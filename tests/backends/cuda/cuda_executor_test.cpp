@@ -1,10 +1,11 @@
 // CudaExecutor against the fp32 CpuExecutor on random models covering every
 // path of the decode step: MHA and GQA (a group of 7 too), head_dim 64 and
 // 128 (and 80 and 256, whose prompts run as decode steps), low-rank
-// projections of odd and unequal ranks, dense parts mixed in, shared first
-// factors, q/k/v biases, tied and (low-rank) untied lm_heads. Also the bytes
-// the upload de-duplicates and the Errors for unsupported requests. The GPU
-// parts skip when no device is present.
+// projections of odd and unequal ranks, dense parts mixed in (differently in
+// every layer, as budgeted compression leaves them), shared first factors,
+// q/k/v biases, tied and (low-rank) untied lm_heads. Also the bytes the
+// upload de-duplicates and the Errors for unsupported requests. The GPU parts
+// skip when no device is present.
 #ifdef FLASHSVD_CUDA
 
 #include "backends/cuda/cuda_executor.h"
@@ -68,6 +69,14 @@ std::vector<Case> cases() {
   gqa4_128.tied_embeddings = true;
   ModelConfig gqa7_80 = testing::small_config(224, 300, 2, 7, 1, 80, 263);
   ModelConfig gqa2_256 = testing::small_config(192, 280, 2, 4, 2, 256, 271);
+  // What a budgeted compression makes: each layer its own mix (one all dense;
+  // packed groups of dense and low-rank parts of unequal ranks; o and down
+  // dense in some layers; gate|up stacked in one layer only).
+  RandomModelSpec budgeted = spec(gqa4, {}, true, 1, 0, 17);
+  budgeted.layer_ranks = {{0, 0, 0, 0, 0, 0, 0},
+                          {40, 0, 0, 0, 0, 61, 37},
+                          {23, 19, 0, 45, 51, 0, 0},
+                          {0, 11, 29, 33, 47, 47, 41}};
   return {
       // All low-rank, gate and up of one rank: one stacked gate|up second factor.
       {"MhaLowRankHd64TiedBias", spec(mha, {37, 21, 29, 45, 51, 51, 43}, true, 1, 0, 11)},
@@ -80,6 +89,7 @@ std::vector<Case> cases() {
       // Head sizes prefill attention does not take; a group of 7 query heads (8 a CTA).
       {"Gqa7Hd80", spec(gqa7_80, {33, 17, 19, 41, 37, 37, 29}, false, 1, 0, 15)},
       {"Gqa2Hd256Bias", spec(gqa2_256, {0, 21, 27, 0, 31, 35, 0}, true, 1, 0, 16)},
+      {"Gqa4BudgetedLayersHd64Bias", budgeted},
   };
 }
 

@@ -1,0 +1,76 @@
+#pragma once
+// Sequential calibration: the model is compressed layer by layer, and each
+// linear input's statistics are gathered on the rows the partly compressed
+// model really feeds it (every earlier layer and this layer's earlier inputs
+// already replaced), as GPTQ and SVD-LLM's sequential update do. Two residual
+// streams are carried over the calibration tokens, the dense model's and the
+// compressed model's, so each layer is run once per stage instead of the whole
+// model once per layer.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "compress/refit.h"
+#include "compress/whitening.h"
+#include "model/model.h"
+
+namespace fsvd {
+
+struct InputStatistics {
+  Gram compressed;                 // X'ᵀX' of the compressed model's rows
+  std::optional<CrossGram> cross;  // X'ᵀX against the dense model's rows, when asked for
+};
+
+class SequentialCalibration {
+ public:
+  // Windows of `window` tokens (the last one possibly shorter), each from
+  // position 0. `dense` (packed) must outlive this object. With `cross`, the
+  // dense stream is carried too and gather() returns cross statistics.
+  // Memory per stream: the residual and one layer's attention output over
+  // every calibration token, tokens × (hidden + q_dim) fp32.
+  SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads, bool cross);
+  SequentialCalibration(const SequentialCalibration&) = delete;
+  SequentialCalibration& operator=(const SequentialCalibration&) = delete;
+
+  // The model being compressed: a copy of the dense one sharing its tensors.
+  // Replace the current layer's linears that read an input, and call
+  // work().pack_layer(layer()), before gathering the next input.
+  Model& work() { return work_; }
+  // Statistics of the current layer's next input (q|k|v, o, gate|up, down in
+  // that order), from one pass over the windows.
+  InputStatistics gather(LinearInput input);
+  // Moves both streams past the current layer once its four inputs were gathered.
+  void advance();
+  int layer() const { return layer_; }
+
+  int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
+  int window() const { return window_; }
+  int64_t windows() const { return (tokens() + window_ - 1) / window_; }
+
+ private:
+  // One model's residual stream over the calibration tokens. The attention
+  // output is kept from the o stage so later stages and advance() skip
+  // attention, the costly part of a layer on the CPU.
+  struct Stream {
+    Stream(const Model& model, int window, int threads, int64_t tokens);
+    CpuExecutor executor;
+    std::vector<float> residual;   // [tokens, hidden] at the current layer's input
+    std::vector<float> attention;  // [tokens, q_dim] the current layer's attention output
+    std::vector<float> rows;       // the input rows the last window produced
+  };
+  // Runs `stream`'s current layer over a window up to `input`; its rows land in stream.rows.
+  void rows_of(Stream& stream, LinearInput input, int64_t start, int64_t n);
+
+  const Model& dense_;
+  Model work_;
+  std::vector<int32_t> tokens_;
+  int window_;
+  int layer_ = 0;
+  int stage_ = 0;  // the next input of layer_ to gather
+  std::optional<Stream> dense_stream_;  // with cross statistics only
+  Stream work_stream_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace fsvd

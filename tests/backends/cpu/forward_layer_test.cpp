@@ -1,0 +1,86 @@
+// CpuExecutor::forward_layer: one layer at a time over residual rows, stopping
+// at an input or resuming after a cached attention output, is the forward pass.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/cpu_executor.h"
+#include "backends/cpu/ops.h"
+#include "core/error.h"
+#include "testing/random_model.h"
+
+namespace fsvd {
+namespace {
+
+using Rows = std::map<std::pair<int, LinearInput>, std::vector<float>>;
+constexpr LinearInput kInputs[] = {LinearInput::Qkv, LinearInput::O, LinearInput::GateUp, LinearInput::Down};
+
+Model model() {
+  testing::RandomModelSpec spec;
+  spec.config = testing::small_config(16, 20, 3, 4, 2, 6, 32);  // hidden 16, q 24, intermediate 20
+  spec.qkv_bias = true;
+  return testing::random_model(spec);
+}
+
+void record(CpuExecutor& ex, Rows& into) {
+  ex.set_observer([&into](int layer, LinearInput input, const float* rows, int64_t n, int64_t dim) {
+    into[{layer, input}].assign(rows, rows + n * dim);
+  });
+}
+
+TEST(ForwardLayer, LayerByLayerAndStageByStageIsTheForwardPass) {
+  const Model m = model();
+  const std::vector<int32_t> tokens = {3, 9, 27, 1, 30, 4, 4};
+  const int64_t n = static_cast<int64_t>(tokens.size()), hidden = m.config.hidden;
+
+  CpuExecutor whole(m, 8, 1);
+  Rows want;
+  record(whole, want);
+  std::vector<float> logits;
+  whole.forward(tokens, 0, true, logits);
+
+  CpuExecutor layered(m, 8, 1);
+  Rows got;
+  record(layered, got);
+  std::vector<float> x;
+  for (int32_t t : tokens) x.insert(x.end(), m.embed.data() + t * hidden, m.embed.data() + (t + 1) * hidden);
+  for (int l = 0; l < m.config.n_layers; ++l) {
+    std::vector<float> attention;
+    for (LinearInput input : kInputs) {
+      got.clear();
+      std::vector<float> copy = x;
+      const bool resume = input == LinearInput::GateUp || input == LinearInput::Down;
+      layered.forward_layer(copy.data(), n, l, {input, resume ? attention.data() : nullptr});
+      EXPECT_EQ(got[std::make_pair(l, input)], want[std::make_pair(l, input)]) << "layer " << l << " input " << int(input);
+      EXPECT_EQ(got.count(std::make_pair(l, LinearInput::Qkv)), resume ? 0u : 1u);  // resuming skips q|k|v
+      if (input == LinearInput::O) attention = got[{l, input}];
+    }
+    layered.forward_layer(x.data(), n, l, {std::nullopt, attention.data()});
+  }
+
+  // The final hidden rows give the forward pass's logits.
+  std::vector<float> normed(n * hidden);
+  cpu::rmsnorm(x.data(), m.final_norm.data(), n, hidden, m.config.rms_eps, normed.data());
+  const int64_t vocab = m.config.vocab;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t v = 0; v < vocab; ++v) {
+      double dot = 0;
+      for (int64_t h = 0; h < hidden; ++h) dot += double(normed[r * hidden + h]) * m.lm_head.first.data()[v * hidden + h];
+      EXPECT_NEAR(logits[r * vocab + v], dot, 1e-4);
+    }
+}
+
+TEST(ForwardLayer, RejectsLayersAndRowCountsOutOfRange) {
+  const Model m = model();
+  CpuExecutor ex(m, 8, 1);
+  std::vector<float> x(9 * m.config.hidden, 0.5f);
+  EXPECT_THROW(ex.forward_layer(x.data(), 4, 3, {}), Error);
+  EXPECT_THROW(ex.forward_layer(x.data(), 4, -1, {}), Error);
+  EXPECT_THROW(ex.forward_layer(x.data(), 9, 0, {}), Error);  // beyond the context of 8
+  EXPECT_THROW(ex.forward_layer(x.data(), 0, 0, {}), Error);
+}
+
+}  // namespace
+}  // namespace fsvd
