@@ -47,6 +47,19 @@ EmbeddingBatcher::~EmbeddingBatcher() {
   }
   cv_.notify_all();
   thread_.join();
+  cancel_all("the server is shutting down");
+}
+
+void EmbeddingBatcher::cancel_all(const std::string& error) {
+  std::vector<std::shared_ptr<EmbeddingJob>> jobs;
+  {
+    std::lock_guard lock(mutex_);
+    jobs = running_;
+    for (const Item& it : queue_) jobs.push_back(it.job);
+    queue_.clear();
+    stats_.waiting_inputs = 0;
+  }
+  for (const auto& job : jobs) job->fail(error);
 }
 
 std::shared_ptr<EmbeddingJob> EmbeddingBatcher::submit(std::vector<EncoderInput> inputs) {
@@ -95,8 +108,10 @@ void EmbeddingBatcher::loop() {
     {
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and everything queued is done
+      if (stop_) return;
       pass = take_pass();
+      running_.clear();
+      for (const Item& it : pass) running_.push_back(it.job);
     }
     try {
       run_pass(pass);
@@ -104,6 +119,8 @@ void EmbeddingBatcher::loop() {
       std::fprintf(stderr, "serve: encoder failed: %s\n", e.what());
       fail_all(std::move(pass), e.what());
     }
+    std::lock_guard lock(mutex_);
+    running_.clear();
   }
 }
 

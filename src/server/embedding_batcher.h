@@ -57,7 +57,7 @@ class EmbeddingBatcher {
   // `encoder` must outlive the batcher, and nothing else may run it.
   // `pass_tokens`: the token budget of one forward pass.
   EmbeddingBatcher(EncoderExecutor& encoder, int64_t pass_tokens);
-  ~EmbeddingBatcher();  // finishes the queued inputs, then stops the thread
+  ~EmbeddingBatcher();  // waits for the running pass; queued requests end with an error
   EmbeddingBatcher(const EmbeddingBatcher&) = delete;
   EmbeddingBatcher& operator=(const EmbeddingBatcher&) = delete;
 
@@ -66,6 +66,9 @@ class EmbeddingBatcher {
   // Called once, on the batcher's thread, when a pass throws (before that
   // pass's jobs and every later one end with the error).
   void on_failure(std::function<void(const std::string&)> callback);
+  // Ends every request not yet answered (queued, or in the running pass,
+  // which still completes) with `error` at once.
+  void cancel_all(const std::string& error);
   EmbedderStats stats() const;
   int64_t dimensions() const { return encoder_.model().config.hidden; }
 
@@ -85,6 +88,7 @@ class EmbeddingBatcher {
   mutable std::mutex mutex_;  // guards the fields below
   std::condition_variable cv_;
   std::deque<Item> queue_;
+  std::vector<std::shared_ptr<EmbeddingJob>> running_;  // the jobs of the pass being run
   bool stop_ = false;
   std::string failure_;  // set once a pass failed
   std::function<void(const std::string&)> on_failure_;

@@ -77,7 +77,10 @@ void HttpServer::embed(const httplib::Request& req, httplib::Response& res) {
 
   const std::shared_ptr<EmbeddingJob> job = embedder_->submit(std::move(request.inputs));
   job->wait();
-  if (!job->error().empty()) return refuse(500, "the encoder failed: " + job->error());
+  if (!job->error().empty()) {
+    if (draining_ && !failed_) return refuse(503, "the server is shutting down");
+    return refuse(500, "the encoder failed: " + job->error());
+  }
   res.status = 200;
   res.set_content(
       embedding_response(options_.model_name, job->embeddings(), embedder_->dimensions(), request.base64, tokens),

@@ -273,6 +273,7 @@ bool HttpServer::serve() {
       std::fprintf(stderr, "serve: %zu requests still running after %.0f s; stopping anyway\n",
                    in_flight_.size() + embeddings_in_flight_, options_.shutdown_timeout_s);
   }
+  if (embedder_) embedder_->cancel_all("the server is shutting down");  // their workers answer 503
   // Streams already ended write their last bytes before their worker returns.
   std::this_thread::sleep_for(2 * kPoll);
   http_->stop();

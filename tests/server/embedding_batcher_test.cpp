@@ -139,6 +139,25 @@ TEST_F(Batcher, AFailedPassFailsEveryWaitingRequest) {
   EXPECT_EQ(failures, 1);
 }
 
+// Shutdown: every request not answered yet ends at once, the one in the
+// running pass too (the pass itself completes); the batcher still works.
+TEST_F(Batcher, CancelAllEndsWaitingAndRunningRequestsAtOnce) {
+  EmbeddingBatcher b(encoder_, 1000);
+  auto running = b.submit({input({2, 3})});
+  encoder_.started(1);
+  auto queued = b.submit({input({2, 4, 3})});
+  b.cancel_all("shutting down");
+  for (auto* job : {&running, &queued}) {
+    (*job)->wait();
+    EXPECT_EQ((*job)->error(), "shutting down");
+  }
+  EXPECT_EQ(b.stats().waiting_inputs, 0);
+  encoder_.open(2);
+  auto later = b.submit({input({2, 9, 3})});
+  expect_embeddings(*later, d_);
+  EXPECT_EQ(encoder_.started(2), (std::vector<size_t>{1, 1}));
+}
+
 // The real CPU encoder behind the batcher, many threads submitting at once:
 // every embedding equals the input's embedding computed alone.
 TEST(BatcherCpu, ConcurrentRequestsGetTheirOwnEmbeddings) {
