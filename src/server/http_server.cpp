@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <openssl/crypto.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@ using nlohmann::json;
 using Clock = ServerClock;
 
 constexpr auto kPoll = std::chrono::milliseconds(100);  // how often a waiting worker looks at its client
+constexpr int kListenBacklog = 1024;                    // connections waiting to be accepted
 
 bool same_key(const std::string& given, const std::string& key) {
   return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
@@ -149,6 +151,10 @@ HttpServer::HttpServer(ServerOptions options)
   http_->set_read_timeout(options_.read_timeout_s, 0);
   http_->set_write_timeout(options_.write_timeout_s, 0);
   http_->set_keep_alive_max_count(1000);
+  http_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;  // the last socket tried is the one bound
+  });
   routes();
 }
 
@@ -201,10 +207,16 @@ int HttpServer::bind() {
     const int port = http_->bind_to_any_port(options_.host);
     check(port > 0, "serve", "cannot listen on ", options_.host);
     options_.port = port;
-    return port;
+  } else {
+    check(http_->bind_to_port(options_.host, options_.port), "serve", "cannot listen on ", options_.host, ":",
+          options_.port, " (in use, or not an address of this machine?)");
   }
-  check(http_->bind_to_port(options_.host, options_.port), "serve", "cannot listen on ", options_.host, ":",
-        options_.port, " (in use, or not an address of this machine?)");
+  // cpp-httplib listens with a backlog of 5, compiled into Debian's library: a
+  // burst of connections (tens of clients at once) overflows it, and on a busy
+  // machine the kernel's SYN cookies then fail and reset clients. listen()
+  // again on the bound socket raises the backlog.
+  if (listen_socket_ < 0 || ::listen(listen_socket_, kListenBacklog) != 0)
+    std::fprintf(stderr, "serve: could not raise the listen backlog (bursts of connections may be refused)\n");
   return options_.port;
 }
 

@@ -88,6 +88,7 @@ class HttpServer {
   ServerOptions options_;
   Metrics metrics_;
   std::unique_ptr<httplib::Server> http_;
+  int listen_socket_ = -1;  // the socket bind() listens on
   int64_t started_ = 0;  // unix seconds
 
   std::mutex mutex_;  // guards the fields below
