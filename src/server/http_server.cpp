@@ -2,48 +2,30 @@
 
 #include <httplib.h>
 #include <openssl/crypto.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
 #include <random>
 
 #include "server/generation_stream.h"
+#include "server/http_replies.h"
 #include "server/openai_responses.h"
 
 namespace fsvd {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
+using Clock = ServerClock;
 
 constexpr auto kPoll = std::chrono::milliseconds(100);  // how often a waiting worker looks at its client
-
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump_json(body), "application/json");
-}
-
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
-                const std::string& param = "", const std::string& code = "") {
-  send_json(res, status, error_body(message, type, param, code));
-}
-
-const char* error_type(int status) {
-  switch (status) {
-    case 401: return "authentication_error";
-    case 404: return "not_found_error";
-    case 429: return "rate_limit_error";
-    default: return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
+constexpr int kListenBacklog = 1024;                    // connections waiting to be accepted
 
 bool same_key(const std::string& given, const std::string& key) {
   return given.size() == key.size() && CRYPTO_memcmp(given.data(), key.data(), key.size()) == 0;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// One line per request on stderr, written at once so lines never interleave.
+// A generation request's line on stderr.
 struct RequestLog {
   std::string id, path, client;
   Clock::time_point start = Clock::now();
@@ -52,18 +34,12 @@ struct RequestLog {
   std::string finish;
   double ttft = -1;
   void write(int status, const std::string& error = "") const {
-    std::string line = "serve: id=" + id + " " + path + " status=" + std::to_string(status) +
-                       " stream=" + (stream ? "1" : "0") + " prompt=" + std::to_string(prompt) +
-                       " completion=" + std::to_string(completion);
-    if (!finish.empty()) line += " finish=" + finish;
-    char times[96];
-    std::snprintf(times, sizeof times, " ttft_ms=%.1f total_ms=%.1f", ttft < 0 ? 0.0 : ttft * 1e3,
-                  seconds_since(start) * 1e3);
-    line += times;
-    line += " client=" + client;
-    if (!error.empty()) line += " error=\"" + error + "\"";
-    line += '\n';
-    std::fwrite(line.data(), 1, line.size(), stderr);
+    std::string fields = "stream=" + std::string(stream ? "1" : "0") + " prompt=" + std::to_string(prompt) +
+                         " completion=" + std::to_string(completion);
+    if (!finish.empty()) fields += " finish=" + finish;
+    char ttft_ms[48];
+    std::snprintf(ttft_ms, sizeof ttft_ms, " ttft_ms=%.1f", ttft < 0 ? 0.0 : ttft * 1e3);
+    write_request_line(id, path, status, fields + ttft_ms, start, client, error);
   }
 };
 
@@ -160,11 +136,8 @@ class Generation {
 
 }  // namespace
 
-HttpServer::HttpServer(Engine& engine, const Tokenizer& tokenizer, ModelLimits limits, ServerOptions options)
-    : engine_(engine),
-      tok_(tokenizer),
-      limits_(limits),
-      options_(std::move(options)),
+HttpServer::HttpServer(ServerOptions options)
+    : options_(std::move(options)),
       http_(std::make_unique<httplib::Server>()),
       started_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
                    .count()),
@@ -178,7 +151,30 @@ HttpServer::HttpServer(Engine& engine, const Tokenizer& tokenizer, ModelLimits l
   http_->set_read_timeout(options_.read_timeout_s, 0);
   http_->set_write_timeout(options_.write_timeout_s, 0);
   http_->set_keep_alive_max_count(1000);
+  http_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;  // the last socket tried is the one bound
+  });
   routes();
+}
+
+HttpServer::HttpServer(Engine& engine, const Tokenizer& tokenizer, ModelLimits limits, ServerOptions options)
+    : HttpServer(std::move(options)) {
+  engine_ = &engine;
+  tok_ = &tokenizer;
+  limits_ = limits;
+}
+
+HttpServer::HttpServer(EmbeddingBatcher& embedder, const WordPieceTokenizer& tokenizer, EncoderLimits limits,
+                       ServerOptions options)
+    : HttpServer(std::move(options)) {
+  embedder_ = &embedder;
+  wordpiece_ = &tokenizer;
+  encoder_limits_ = limits;
+  embedder.on_failure([this](const std::string&) {
+    failed_ = true;
+    stop();
+  });
 }
 
 HttpServer::~HttpServer() {
@@ -191,7 +187,7 @@ HttpServer::~HttpServer() {
   if (engine_thread_.joinable()) engine_thread_.join();
 }
 
-std::string HttpServer::next_id(bool chat) {
+std::string HttpServer::next_id(const char* prefix) {
   uint64_t x;
   {
     std::lock_guard lock(mutex_);
@@ -203,7 +199,7 @@ std::string HttpServer::next_id(bool chat) {
   x ^= x >> 31;
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(x));
-  return std::string(chat ? "chatcmpl-" : "cmpl-") + hex;
+  return prefix + std::string(hex);
 }
 
 int HttpServer::bind() {
@@ -211,10 +207,16 @@ int HttpServer::bind() {
     const int port = http_->bind_to_any_port(options_.host);
     check(port > 0, "serve", "cannot listen on ", options_.host);
     options_.port = port;
-    return port;
+  } else {
+    check(http_->bind_to_port(options_.host, options_.port), "serve", "cannot listen on ", options_.host, ":",
+          options_.port, " (in use, or not an address of this machine?)");
   }
-  check(http_->bind_to_port(options_.host, options_.port), "serve", "cannot listen on ", options_.host, ":",
-        options_.port, " (in use, or not an address of this machine?)");
+  // cpp-httplib listens with a backlog of 5, compiled into Debian's library: a
+  // burst of connections (tens of clients at once) overflows it, and on a busy
+  // machine the kernel's SYN cookies then fail and reset clients. listen()
+  // again on the bound socket raises the backlog.
+  if (listen_socket_ < 0 || ::listen(listen_socket_, kListenBacklog) != 0)
+    std::fprintf(stderr, "serve: could not raise the listen backlog (bursts of connections may be refused)\n");
   return options_.port;
 }
 
@@ -227,7 +229,7 @@ void HttpServer::stop() {
 }
 
 void HttpServer::cancel(const std::vector<uint64_t>& ids) {
-  for (uint64_t id : ids) engine_.cancel(id);
+  for (uint64_t id : ids) engine_->cancel(id);
   wake_engine();
 }
 
@@ -248,7 +250,7 @@ void HttpServer::engine_loop() {
       work_ = false;
     }
     try {
-      while (engine_.step()) {
+      while (engine_->step()) {
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "serve: engine failed: %s\n", e.what());
@@ -260,7 +262,7 @@ void HttpServer::engine_loop() {
 }
 
 bool HttpServer::serve() {
-  engine_thread_ = std::thread([this] { engine_loop(); });
+  if (engine_) engine_thread_ = std::thread([this] { engine_loop(); });
   std::thread listener([this] { http_->listen_after_bind(); });
   std::fprintf(stderr, "serve: listening on http://%s:%d (model \"%s\")\n", options_.host.c_str(), options_.port,
                options_.model_name.c_str());
@@ -279,10 +281,11 @@ bool HttpServer::serve() {
   {
     std::unique_lock lock(mutex_);
     const auto limit = std::chrono::duration<double>(options_.shutdown_timeout_s);
-    if (!changed_.wait_for(lock, limit, [&] { return in_flight_.empty(); }))
-      std::fprintf(stderr, "serve: %zu requests still running after %.0f s; stopping anyway\n", in_flight_.size(),
-                   options_.shutdown_timeout_s);
+    if (!changed_.wait_for(lock, limit, [&] { return in_flight_.empty() && embeddings_in_flight_ == 0; }))
+      std::fprintf(stderr, "serve: %zu requests still running after %.0f s; stopping anyway\n",
+                   in_flight_.size() + embeddings_in_flight_, options_.shutdown_timeout_s);
   }
+  if (embedder_) embedder_->cancel_all("the server is shutting down");  // their workers answer 503
   // Streams already ended write their last bytes before their worker returns.
   std::this_thread::sleep_for(2 * kPoll);
   http_->stop();
@@ -316,9 +319,10 @@ void HttpServer::routes() {
                                           : "HTTP error " + std::to_string(status);
     send_error(res, status, message, error_type(status));
   });
-  // Generation requests write their own line (tokens, times); every other request gets this one.
+  // Generation and embedding requests write their own line (tokens, times); every other request gets this one.
   s.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    if (req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions") &&
+    if (req.method == "POST" &&
+        (req.path == "/v1/completions" || req.path == "/v1/chat/completions" || req.path == "/v1/embeddings") &&
         res.status != 401 && res.status != 413 && res.status != 503)
       return;
     const std::string line = "serve: " + req.method + " " + req.path + " status=" + std::to_string(res.status) +
@@ -340,6 +344,7 @@ void HttpServer::routes() {
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
   s.Post("/v1/chat/completions",
          [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
+  s.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embed(req, res); });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     metrics_.count_request("/v1/models", 200);
     send_json(res, 200,
@@ -349,7 +354,7 @@ void HttpServer::routes() {
                               {"object", "model"},
                               {"created", started_},
                               {"owned_by", "flashsvd"},
-                              {"max_model_len", limits_.context}}})}});
+                              {"max_model_len", engine_ ? limits_.context : encoder_limits_.max_tokens}}})}});
   });
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (failed_)
@@ -358,11 +363,13 @@ void HttpServer::routes() {
       send_json(res, 200, {{"status", "ok"}});
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.text(engine_.stats()), "text/plain; version=0.0.4");
+    res.set_content(engine_ ? metrics_.text(engine_->stats()) : metrics_.text(embedder_->stats()),
+                    "text/plain; version=0.0.4");
   });
   // A known path with a method it does not take: 405 with the one it does.
   const std::pair<const char*, const char*> allowed[] = {{"/v1/completions", "POST"},
                                                          {"/v1/chat/completions", "POST"},
+                                                         {"/v1/embeddings", "POST"},
                                                          {"/v1/models", "GET"},
                                                          {"/health", "GET"},
                                                          {"/metrics", "GET"}};
@@ -383,7 +390,7 @@ void HttpServer::routes() {
 void HttpServer::generate(const httplib::Request& req, httplib::Response& res, bool chat) {
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
   auto log = std::make_shared<RequestLog>();
-  log->id = next_id(chat);
+  log->id = next_id(chat ? "chatcmpl-" : "cmpl-");
   log->path = "POST " + endpoint;
   log->client = req.remote_addr;
   auto refuse = [&](int status, const std::string& message, const std::string& param = "",
@@ -395,14 +402,14 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
 
   CompletionRequest request;
   try {
-    request = chat ? parse_chat_request(req.body, tok_, limits_) : parse_completion_request(req.body, tok_, limits_);
+    if (const std::string why = wrong_kind(endpoint); !why.empty())
+      throw ApiError(404, "invalid_request_error", "model", "", why);
+    request = chat ? parse_chat_request(req.body, *tok_, limits_) : parse_completion_request(req.body, *tok_, limits_);
   } catch (const ApiError& e) {
     return refuse(e.status, e.what(), e.param, e.code);
   }
-  if (!request.model.empty() && request.model != options_.model_name)
-    return refuse(404, "the model \"" + request.model + "\" does not exist; this server has \"" +
-                           options_.model_name + "\"",
-                  "model", "model_not_found");
+  if (const std::string why = unknown_model(request.model); !why.empty())
+    return refuse(404, why, "model", "model_not_found");
   if (request.stream && request.echo && request.logprobs >= 0)
     return refuse(400, "echo with logprobs is not supported when streaming; ask without \"stream\"", "echo");
   log->stream = request.stream;
@@ -441,7 +448,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
     };
     try {
       std::lock_guard lock(mutex_);  // the id is in flight before its on_done can run
-      const uint64_t id = engine_.submit(std::move(r));
+      const uint64_t id = engine_->submit(std::move(r));
       ids.push_back(id);
       in_flight_.insert(id);
     } catch (const QueueFull& e) {
@@ -465,7 +472,7 @@ void HttpServer::generate(const httplib::Request& req, httplib::Response& res, b
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto shared_request = std::make_shared<CompletionRequest>(std::move(request));
   auto generation =
-      std::make_shared<Generation>(tok_, *shared_request, ResponseHeader{chat, log->id, now, options_.model_name}, *log);
+      std::make_shared<Generation>(*tok_, *shared_request, ResponseHeader{chat, log->id, now, options_.model_name}, *log);
 
   if (!shared_request->stream) {
     while (!stream->finished()) {

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "runtime/engine.h"
+#include "server/embedding_batcher.h"
 
 namespace fsvd {
 
@@ -35,14 +37,22 @@ class Metrics {
   // A finished generation: its tokens and times.
   void count_generation(const RequestResult& result);
   void observe_inter_token(double seconds) { inter_token_.observe(seconds); }
-  // Everything, with the engine's gauges (running, waiting, KV blocks) as of now.
+  // An answered /v1/embeddings request: its inputs, their tokens, its time in the server.
+  void count_embedding(int64_t inputs, int64_t tokens, double seconds);
+  // A decoder server's families, with the engine's gauges (running, waiting, KV blocks) as of now.
   std::string text(const EngineStats& engine) const;
+  // An encoder server's families, with the batcher's passes and queue as of now.
+  std::string text(const EmbedderStats& embedder) const;
 
  private:
+  // The requests family, shared by both kinds of server.
+  void requests_text(std::ostringstream& os) const;
+
   mutable std::mutex requests_mutex_;  // scrape and count_request only: not on the engine thread
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::atomic<uint64_t> prompt_tokens_{0}, generation_tokens_{0}, finished_{0};
-  Histogram time_to_first_token_, inter_token_, request_duration_, queue_time_;
+  std::atomic<uint64_t> embedding_requests_{0}, embedding_inputs_{0}, embedding_tokens_{0};
+  Histogram time_to_first_token_, inter_token_, request_duration_, queue_time_, embedding_duration_;
 };
 
 }  // namespace fsvd

@@ -105,13 +105,7 @@ const json& field(const json& req, const char* name) {
 
 CompletionRequest parse(std::string_view body, const std::function<void(const json&, CompletionRequest&)>& read) {
   CompletionRequest out;
-  try {
-    read(parse_json_object(body), out);
-  } catch (const ApiError&) {
-    throw;
-  } catch (const Error& e) {
-    throw ApiError(400, "invalid_request_error", e.where() == "request" ? "" : e.where(), "", e.what());
-  }
+  read_request_body(body, [&](const json& req) { read(req, out); });
   return out;
 }
 

@@ -7,26 +7,12 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.h"
 #include "runtime/completion.h"
+#include "server/api_error.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fsvd {
-
-// A request refused with an HTTP status and OpenAI's error fields
-// (type: invalid_request_error, ...; param: the field; code: a short name).
-class ApiError : public Error {
- public:
-  ApiError(int status, std::string type, std::string param, std::string code, std::string message)
-      : Error("", std::move(message)),  // the message names the field itself
-        status(status),
-        type(std::move(type)),
-        param(std::move(param)),
-        code(std::move(code)) {}
-  int status;
-  std::string type, param, code;
-};
 
 // What the model allows.
 struct ModelLimits {

@@ -1,7 +1,8 @@
 """Fixtures for the server's end-to-end tests: a `flashsvd serve` process on
 127.0.0.1 (a free port), driven by the official `openai` client and by raw
 sockets. Real models: stories260K from ../shared/data (always), the default
-model when FLASHSVD_SMOLLM2_GGUF names it."""
+model when FLASHSVD_SMOLLM2_GGUF names it, the encoder all-MiniLM-L6-v2 when
+FLASHSVD_MINILM_DIR names it."""
 import json
 import os
 import pathlib
@@ -93,6 +94,32 @@ def smollm2():
     if not path or not pathlib.Path(path).exists():
         pytest.skip("the default model is not available (FLASHSVD_SMOLLM2_GGUF)")
     server = Server(["-m", path], ["--max-batch", "8", "--ctx", "1024", "--served-model-name", "smollm2"])
+    yield server
+    assert server.stop() == 0, server.stderr()
+
+
+def minilm_dir():
+    path = os.environ.get("FLASHSVD_MINILM_DIR")
+    if not path or not (pathlib.Path(path) / "config.json").exists():
+        pytest.skip("the default encoder is not available (FLASHSVD_MINILM_DIR; `flashsvd pull --encoder`)")
+    return path
+
+
+def embed_cli(texts):
+    """`flashsvd embed --json`: the reference embeddings, one per text (no newlines in them)."""
+    path = pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"flashsvd-embed-{os.getpid()}-{time.time_ns()}.txt"
+    path.write_text("\n".join(texts) + "\n")
+    try:
+        out = subprocess.run([str(BINARY), "embed", "-m", minilm_dir(), "--device", "cpu", "--input", str(path),
+                              "--json"], check=True, capture_output=True, text=True)
+    finally:
+        path.unlink()
+    return json.loads(out.stdout)["embeddings"]
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    server = Server(["-m", minilm_dir()], ["--served-model-name", "minilm", "--max-batch", "32", "--max-queue", "32"])
     yield server
     assert server.stop() == 0, server.stderr()
 

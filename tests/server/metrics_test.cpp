@@ -41,5 +41,28 @@ TEST(Metrics, TextHasEveryFamilyWithTheEnginesGauges) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
+TEST(Metrics, EncoderTextHasTheEmbeddingFamiliesAndNoDecoderOnes) {
+  Metrics m;
+  m.count_request("/v1/embeddings", 200);
+  m.count_embedding(3, 21, 0.02);
+  m.count_embedding(1, 5, 0.5);
+  EmbedderStats st;
+  st.passes = 1;
+  st.pass_inputs = 4;
+  st.pass_tokens = 26;
+  st.waiting_inputs = 2;
+  const std::string text = m.text(st);
+  for (const char* line :
+       {"flashsvd_http_requests_total{endpoint=\"/v1/embeddings\",status=\"200\"} 1\n",
+        "flashsvd_embedding_requests_total 2\n", "flashsvd_embedding_inputs_total 4\n",
+        "flashsvd_embedding_tokens_total 26\n", "flashsvd_encoder_passes_total 1\n",
+        "flashsvd_encoder_pass_inputs_total 4\n", "flashsvd_encoder_pass_tokens_total 26\n",
+        "flashsvd_embedding_inputs_waiting 2\n", "flashsvd_embedding_request_duration_seconds_bucket{le=\"0.025\"} 1\n",
+        "flashsvd_embedding_request_duration_seconds_count 2\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  EXPECT_EQ(text.find("kv_blocks"), std::string::npos);
+  EXPECT_EQ(Metrics().text(EngineStats{}).find("embedding"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fsvd

@@ -91,14 +91,19 @@ def test_unknown_paths_and_methods(stories):
     still_serves(stories)
 
 
-def test_a_ten_megabyte_body_is_refused(stories):
-    s = socket.create_connection(("127.0.0.1", stories.port), timeout=30)
+def assert_ten_megabytes_refused(server, path):
+    """A body announced as 10 MB is answered 413 after its first 64 KB."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     size = 10 * 1024 * 1024
-    s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               f"Content-Length: {size}\r\n\r\n".encode() + b" " * 65536)
     reply = s.recv(65536).decode(errors="replace")
     s.close()
     assert reply.startswith("HTTP/1.1 413"), reply[:200]
+
+
+def test_a_ten_megabyte_body_is_refused(stories):
+    assert_ten_megabytes_refused(stories, "/v1/completions")
     still_serves(stories)
 
 
@@ -225,6 +230,82 @@ def test_api_key_and_a_full_queue():
         assert statuses.count(429) >= 1 and statuses.count(200) >= 2, statuses
         assert time.time() - started < 120
         status, _, headers = post(server, "/v1/completions", OK_BODY, auth)
+        assert status == 200
+    finally:
+        assert server.stop() == 0
+
+
+# The encoder server (/v1/embeddings): the same treatment.
+E = "/v1/embeddings"
+EMBEDDING_CASES = [
+    ("broken JSON", E, b"{", 400, None),
+    ("a list", E, b"[]", 400, None),
+    ("empty body", E, b"", 400, None),
+    ("deep nesting", E, b"[" * 100000 + b"]" * 100000, 400, None),
+    ("invalid UTF-8", E, b'{"input": "\xff\xfe\xfd"}', 400, None),
+    ("lone surrogate", E, b'{"input": "\\ud800"}', 400, None),
+    ("no input", E, {"model": "minilm"}, 400, "input"),
+    ("input null", E, {"input": None}, 400, "input"),
+    ("empty string", E, {"input": ""}, 400, "input"),
+    ("an empty string in a list", E, {"input": ["a", ""]}, 400, "input"),
+    ("empty list", E, {"input": []}, 400, "input"),
+    ("empty token list", E, {"input": [[101, 102], []]}, 400, "input"),
+    ("input an object", E, {"input": {"text": "a"}}, 400, "input"),
+    ("input a number", E, {"input": 7}, 400, "input"),
+    ("nested lists", E, {"input": [[[101]]]}, 400, "input"),
+    ("token outside the vocabulary", E, {"input": [101, 999999, 102]}, 400, "input"),
+    ("negative token", E, {"input": [[-1]]}, 400, "input"),
+    ("fractional token", E, {"input": [1.5]}, 400, "input"),
+    ("token 2^64", E, b'{"input": [18446744073709551616]}', 400, "input"),
+    ("more token ids than the model takes", E, {"input": [1000] * 257}, 400, "input"),
+    ("2049 inputs", E, {"input": ["a"] * 2049}, 400, "input"),
+    ("encoding_format int8", E, {"input": "a", "encoding_format": "int8"}, 400, "encoding_format"),
+    ("other dimensions", E, {"input": "a", "dimensions": 100}, 400, "dimensions"),
+    ("dimensions a string", E, {"input": "a", "dimensions": "384"}, 400, "dimensions"),
+    ("user a number", E, {"input": "a", "user": 5}, 400, "user"),
+    ("unknown field", E, {"input": "a", "truncate": True}, 400, "truncate"),
+    ("unknown model", E, {"input": "a", "model": "gpt-9"}, 404, "model"),
+    ("completions on an encoder", C, OK_BODY, 404, "model"),
+    ("chat on an encoder", CHAT, {"messages": [{"role": "user", "content": "x"}]}, 404, "model"),
+]
+
+
+def still_embeds(server):
+    status, payload, _ = post(server, E, {"input": ["hello", "world"]})
+    assert status == 200, payload
+    body = json.loads(payload)
+    assert [len(d["embedding"]) for d in body["data"]] == [384, 384]
+
+
+@pytest.mark.parametrize("name,path,body,status,param", EMBEDDING_CASES, ids=[c[0] for c in EMBEDDING_CASES])
+def test_bad_embedding_request(minilm, name, path, body, status, param):
+    got, payload, _ = post(minilm, path, body)
+    assert_error(got, payload, status, param)
+    still_embeds(minilm)
+
+
+def test_embedding_paths_methods_and_body_size(minilm):
+    status, payload, headers = post(minilm, E, None, method="GET")
+    assert_error(status, payload, 405)
+    assert headers["Allow"] == "POST"
+    assert_ten_megabytes_refused(minilm, E)
+    still_embeds(minilm)
+
+
+def test_embeddings_with_an_api_key_and_a_full_queue():
+    from conftest import Server, minilm_dir
+    import concurrent.futures
+    server = Server(["-m", minilm_dir()], ["--api-key", "sekret", "--max-batch", "1", "--max-queue", "1"])
+    try:
+        status, payload, _ = post(server, E, {"input": "a"})
+        assert_error(status, payload, 401)
+        auth = {"Authorization": "Bearer sekret"}
+        big = {"input": [f"sentence {i} " + "with many words in it " * 5 for i in range(64)]}
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            futures = [pool.submit(post, server, E, big, auth) for _ in range(6)]
+            statuses = sorted(f.result()[0] for f in futures)
+        assert statuses.count(429) >= 1 and statuses.count(200) >= 2, statuses
+        status, _, _ = post(server, E, {"input": "a"}, auth)
         assert status == 200
     finally:
         assert server.stop() == 0

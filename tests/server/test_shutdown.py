@@ -57,3 +57,24 @@ def test_sigterm_ends_open_streams_and_exits_cleanly():
     else:
         assert any(f == ["abort"] for f in finishes), finishes
     server.stop()
+
+
+def test_sigterm_during_a_long_embedding_request():
+    """An encoder server: a request still queued after --shutdown-timeout is
+    answered 503 (the pass running then completes first) and the process exits 0."""
+    import http.client
+    from conftest import minilm_dir
+    server = Server(["-m", minilm_dir()], ["--shutdown-timeout", "1", "--embed-batch-tokens", "512"])
+    body = json.dumps({"input": [f"sentence {i} " + "with many words in it " * 10 for i in range(1000)]})
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("POST", "/v1/embeddings", body=body, headers={"Content-Type": "application/json"})
+    time.sleep(1)
+    server.proc.send_signal(signal.SIGTERM)
+    started = time.time()
+    r = conn.getresponse()
+    payload = json.loads(r.read())
+    assert r.status == 503, payload
+    assert "shutting down" in payload["error"]["message"]
+    assert server.proc.wait(20) == 0, server.stderr()
+    assert time.time() - started < 15
+    server.stop()
