@@ -70,7 +70,11 @@ int most_repeated_4gram(const std::vector<int32_t>& ids) {
   return most;
 }
 
-TEST(DemoContinuation, CompressedAnswerIsCloseToTheDenseOneAndDoesNotLoop) {
+// Disabled until it has been run to completion once: it recompresses the
+// default model (over 20 minutes on the shared 2-core VM, unfinished in
+// session 15) and its 2x bound has not been measured (issue 22). Run it with
+// --gtest_also_run_disabled_tests --gtest_filter='*DemoContinuation*'.
+TEST(DemoContinuation, DISABLED_CompressedAnswerIsCloseToTheDenseOneAndDoesNotLoop) {
   const std::string gguf = testing::smollm2_gguf();
   if (gguf.empty()) GTEST_SKIP() << "SmolLM2 GGUF not found (run `flashsvd pull` or set FLASHSVD_SMOLLM2_GGUF)";
   const auto settings = demo_settings();
