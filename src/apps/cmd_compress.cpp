@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/commands.h"
+#include "apps/encoder_compress.h"
 #include "apps/model_flags.h"
 #include "apps/output_dir.h"
 #include "apps/session.h"
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "core/log.h"
+#include "families/encoder_family.h"
 #include "families/native_family.h"
 
 namespace fsvd {
@@ -37,8 +39,25 @@ struct CompressFlags {
   bool force = false;
 };
 
+// An encoder directory: uniform ranks on the dense encoder's statistics, fp32.
+void run_encoder(const ModelFlags& mf, const CompressFlags& f) {
+  auto refuse = [](bool given, const char* flag) {
+    check(!given, flag, "does not apply to encoders (they are compressed with uniform ranks on the dense "
+                        "encoder's statistics and stored in fp32)");
+  };
+  refuse(f.allocation != "uniform", "--allocation");
+  refuse(f.sequential, "--sequential");
+  refuse(f.refit, "--refit");
+  refuse(!f.stats.empty(), "--stats");
+  refuse(f.calib_ctx != 0, "--calib-ctx");
+  refuse(f.dtype != "f32", "--dtype");
+  refuse(!mf.tokenizer.empty(), "--tokenizer");
+  compress_encoder_dir({mf.model, f.out, f.keep, f.method, f.calib, f.calib_tokens, f.stats_gib, mf.threads, f.force});
+}
+
 void run(const ModelFlags& mf, const CompressFlags& f) {
   check(f.keep > 0 && f.keep < 1, "--ratio", "the kept parameter ratio must be in (0, 1), got ", f.keep);
+  if (!mf.model.empty() && mf.family.empty() && encoder_mismatch(mf.model).empty()) return run_encoder(mf, f);
   CompressOptions options;
   options.keep = f.keep;
   options.method = f.method == "svd" ? CompressMethod::Svd : CompressMethod::Whiten;
@@ -82,12 +101,14 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
 
 void add_compress_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compress", "Compress a dense model into low-rank factors (SVD-LLM whitening or plain SVD), saved natively");
+      "compress", "Compress a dense model into low-rank factors (SVD-LLM whitening or plain SVD), saved natively; an "
+      "encoder directory is written back as an encoder directory with factored layer linears");
   auto mf = add_model_flags(*cmd, ModelUse::cpu);
   auto f = std::make_shared<CompressFlags>();
   cmd->add_option("--ratio", f->keep,
                   "The model's kept parameter fraction, in (0, 1): embeddings, lm_head, norms and biases count and "
-                  "stay dense, so the projection matrices keep less")
+                  "stay dense, so the projection matrices keep less. Encoders: the kept fraction of the "
+                  "transformer layers' parameters (embedding tables not counted)")
       ->required();
   cmd->add_option("-o,--output", f->out, "Output directory, native format (created; must be empty unless --force)")
       ->required();
@@ -106,8 +127,9 @@ void add_compress_command(CLI::App& app) {
   cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean of the rank-space system's diagonal")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--calib", f->calib, "Calibration text file (needed by whiten)");
-  cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text")
+  cmd->add_option("--calib", f->calib,
+                  "Calibration text file (needed by whiten); encoders: one sentence per non-empty line");
+  cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text (encoders: its last lines holding N tokens)")
       ->check(CLI::Range(int64_t{1}, INT64_MAX))
       ->capture_default_str();
   cmd->add_option("--calib-ctx", f->calib_ctx, "Calibration window in tokens (default: model context, at most 2048)")

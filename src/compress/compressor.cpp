@@ -112,14 +112,6 @@ void check_dense(const Model& dense) {
             " is already low-rank: compress takes a dense model");
 }
 
-// sqrt(dropped σ² / all σ²): the truncation's relative loss on the calibration data.
-double relative_loss(const std::vector<double>& s, int64_t rank) {
-  double kept = 0, all = 0;
-  for (size_t i = 0; i < s.size(); ++i) (static_cast<int64_t>(i) < rank ? kept : all) += s[i] * s[i];
-  all += kept;
-  return all > 0 ? std::sqrt((all - kept) / all) : 0.0;
-}
-
 // Ranks[kind][layer]; -1: the matrix stays dense.
 using Ranks = std::vector<std::vector<int64_t>>;
 
@@ -183,7 +175,7 @@ class Compression {
         continue;
       }
       LowRank lr = whitened_low_rank(w.first, white, ranks_[k][l]);
-      losses_[k][l] = relative_loss(lr.singular_values, ranks_[k][l]);
+      losses_[k][l] = truncation_loss(lr.singular_values, ranks_[k][l]);
       Tensor second = refit ? refit_second(w.first, lr.first, refit->compressed, *refit->cross, options_.ridge)
                             : std::move(lr.second);
       to.*kKinds[k].member = Linear{lr.first, std::move(second), w.bias};

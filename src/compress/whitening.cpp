@@ -124,4 +124,11 @@ LowRank whitened_low_rank(const Tensor& weight, const Whitening& white, int64_t 
   return lr;
 }
 
+double truncation_loss(const std::vector<double>& s, int64_t rank) {
+  double kept = 0, all = 0;
+  for (size_t i = 0; i < s.size(); ++i) (static_cast<int64_t>(i) < rank ? kept : all) += s[i] * s[i];
+  all += kept;
+  return all > 0 ? std::sqrt((all - kept) / all) : 0.0;
+}
+
 }  // namespace fsvd

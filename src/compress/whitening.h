@@ -59,4 +59,9 @@ struct LowRank {
 // the first one by a triangular solve (no explicit inverse).
 LowRank whitened_low_rank(const Tensor& weight, const Whitening& white, int64_t rank);
 
+// sqrt(dropped σ² / all σ²) of a truncation of `singular_values` to `rank`:
+// its relative loss on the calibration data (its plain relative Frobenius
+// error without whitening).
+double truncation_loss(const std::vector<double>& singular_values, int64_t rank);
+
 }  // namespace fsvd

@@ -6,6 +6,7 @@
 #include "core/read_file.h"
 #include "families/config_json.h"
 #include "families/encoder_config.h"
+#include "families/encoder_names.h"
 #include "families/hf_weights.h"
 #include "families/loading.h"
 #include "families/sentence_transformers.h"
@@ -15,25 +16,6 @@ namespace fsvd {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Tensor names of one architecture, relative to the checkpoint's prefix.
-struct Names {
-  std::string layer;  // "encoder.layer." or "transformer.layer."
-  std::string q, k, v, o, attn_norm, up, down, mlp_norm;
-};
-
-const Names kBert = {"encoder.layer.",
-                     "attention.self.query",
-                     "attention.self.key",
-                     "attention.self.value",
-                     "attention.output.dense",
-                     "attention.output.LayerNorm",
-                     "intermediate.dense",
-                     "output.dense",
-                     "output.LayerNorm"};
-const Names kDistilBert = {"transformer.layer.", "attention.q_lin",  "attention.k_lin",
-                           "attention.v_lin",    "attention.out_lin", "sa_layer_norm",
-                           "ffn.lin1",           "ffn.lin2",          "output_layer_norm"};
 
 // Checkpoints of the bare model store names without a prefix; task models
 // (and some exports of bare ones) under the model_type's attribute name.
@@ -50,17 +32,24 @@ void load_classifier(EncoderModel& m, const EncoderHfConfig& hf, TensorTaker& t,
   };
   ClassifierHead& h = m.classifier;
   h.labels = hf.labels;
-  if (m.config.arch == "bert") {
-    h.pre = linear(prefix + "pooler.dense", d);
-    h.out = linear("classifier", n);
-  } else if (m.config.arch == "roberta") {
-    h.pre = linear("classifier.dense", d);
-    h.out = linear("classifier.out_proj", n);
-  } else {
-    h.pre = linear("pre_classifier", d);
-    h.activation = ClassifierHead::Activation::relu;
-    h.out = linear("classifier", n);
-  }
+  const ClassifierNames names = classifier_names(m.config.arch, prefix);
+  h.pre = linear(names.pre, d);
+  h.out = linear(names.out, n);
+  if (m.config.arch == "distilbert") h.activation = ClassifierHead::Activation::relu;
+}
+
+// A layer linear, dense (`name`.weight, .bias) or factored (the ABLinear
+// layout of a compressed encoder, encoder_names.h), its rank from the tensor.
+Linear load_linear(TensorTaker& t, const HfWeights& weights, const std::string& name, int64_t out, int64_t in) {
+  const std::string first = factor_first_name(name);
+  if (!t.contains(first)) return Linear{t.take(name + ".weight", {out, in}), Tensor(), t.take(name + ".bias", {out})};
+  check(!t.contains(name + ".weight"), weights.where(), "linear ", name,
+        " is stored both dense (.weight) and factored (.BLinear/.ALinear)");
+  const std::vector<int64_t> shape = weights.shape(first);
+  check(shape.size() == 2 && shape[0] >= 1, weights.where(), "tensor ", first, " must be [rank, ", in, "]");
+  const int64_t rank = shape[0];
+  return Linear{t.take(first, {rank, in}), t.take(factor_second_name(name), {out, rank}),
+                t.take(factor_bias_name(name), {out})};
 }
 
 }  // namespace
@@ -103,7 +92,7 @@ EncoderModel load_encoder(const std::string& path) {
     return LayerNormWeights{t.take(name + ".weight", {d}), t.take(name + ".bias", {d})};
   };
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    return Linear{t.take(name + ".weight", {out, in}), Tensor(), t.take(name + ".bias", {out})};
+    return load_linear(t, weights, name, out, in);
   };
   m.word_embed = t.take(p + "embeddings.word_embeddings.weight", {c.vocab, d});
   m.position_embed = t.take(p + "embeddings.position_embeddings.weight", {c.max_positions, d});
@@ -113,7 +102,7 @@ EncoderModel load_encoder(const std::string& path) {
   t.skip(p + "embeddings.position_ids");
   t.skip(p + "embeddings.token_type_ids");
 
-  const Names& n = c.arch == "distilbert" ? kDistilBert : kBert;
+  const EncoderLayerNames& n = encoder_layer_names(c.arch);
   m.layers.resize(c.n_layers);
   for (int i = 0; i < c.n_layers; ++i) {
     const std::string at = p + n.layer + std::to_string(i) + ".";

@@ -74,4 +74,10 @@ Tensor HfWeights::load_f32(const std::string& name) const {
   return it->second->load_f32(name);
 }
 
+std::vector<int64_t> HfWeights::shape(const std::string& name) const {
+  auto it = owner_.find(name);
+  check(it != owner_.end(), where_, "tensor ", name, " not found");
+  return it->second->raw(name).shape;
+}
+
 }  // namespace fsvd

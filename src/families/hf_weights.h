@@ -20,6 +20,8 @@ class HfWeights {
   std::vector<std::string> names() const;
   // fp32 copy of a tensor; throws naming the tensor and the file it should be in.
   Tensor load_f32(const std::string& name) const;
+  // A tensor's shape, without reading it; throws like load_f32.
+  std::vector<int64_t> shape(const std::string& name) const;
   // Where tensors are looked up, for error messages: "<dir>/model.safetensors" or the index.
   const std::string& where() const { return where_; }
 

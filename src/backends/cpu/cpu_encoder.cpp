@@ -48,11 +48,12 @@ void CpuEncoder::forward(std::span<const EncoderInput> batch, std::vector<float>
   }
   cpu::layernorm(x_.data(), model_.embed_norm.weight.data(), model_.embed_norm.bias.data(), n, d, c.ln_eps,
                  x_.data());
-  for (const EncoderLayer& l : model_.layers) run_layer(l, offsets, n);
+  for (int l = 0; l < c.n_layers; ++l) run_layer(l, offsets, n);
   states.assign(x_.begin(), x_.end());
 }
 
-void CpuEncoder::run_layer(const EncoderLayer& l, std::span<const int64_t> offsets, int64_t n) {
+void CpuEncoder::run_layer(int index, std::span<const int64_t> offsets, int64_t n) {
+  const EncoderLayer& l = model_.layers[index];
   const EncoderConfig& c = model_.config;
   const int64_t d = c.hidden, f = c.intermediate;
   q_.resize(n * d);
@@ -62,6 +63,7 @@ void CpuEncoder::run_layer(const EncoderLayer& l, std::span<const int64_t> offse
   h_.resize(n * f);
   // Attention: q|k|v in one packed GEMM over all rows, then each input attends
   // over its own rows only (no padding, no mask).
+  observe(index, LinearInput::Qkv, x_, n, d);
   const cpu::OutSlot qkv_out[] = {{q_.data(), d}, {k_.data(), d}, {v_.data(), d}};
   cpu::apply_packed(l.qkv, x_.data(), n, qkv_out, scratch_);
   const cpu::HeadShape heads{c.n_heads, c.n_heads, c.head_dim()};
@@ -72,10 +74,13 @@ void CpuEncoder::run_layer(const EncoderLayer& l, std::span<const int64_t> offse
     cpu::attention(q_.data() + at, d, kv, len, 0, heads, att_.data() + at, /*causal=*/false);
   }
   // Post-LayerNorm residuals: x = LN(x + o(att)), then x = LN(x + down(gelu(up(x)))).
+  observe(index, LinearInput::O, att_, n, d);
   cpu::apply_linear(l.o, att_.data(), n, x_.data(), d, true, scratch_);
   cpu::layernorm(x_.data(), l.attn_norm.weight.data(), l.attn_norm.bias.data(), n, d, c.ln_eps, x_.data());
+  observe(index, LinearInput::GateUp, x_, n, d);
   cpu::apply_linear(l.up, x_.data(), n, h_.data(), f, false, scratch_);
   cpu::gelu(h_.data(), n * f);
+  observe(index, LinearInput::Down, h_, n, f);
   cpu::apply_linear(l.down, h_.data(), n, x_.data(), d, true, scratch_);
   cpu::layernorm(x_.data(), l.mlp_norm.weight.data(), l.mlp_norm.bias.data(), n, d, c.ln_eps, x_.data());
 }

@@ -5,18 +5,11 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cpu/linear_input.h"
 #include "backends/executor.h"
 #include "model/model.h"
 
 namespace fsvd {
-
-// The activations a group of linears reads: q|k|v and gate|up share theirs.
-enum class LinearInput { Qkv, O, GateUp, Down };
-
-// Sees the rows [n, dim] each linear group of `layer` reads during forward(),
-// e.g. to gather calibration statistics for compression.
-using LinearInputObserver =
-    std::function<void(int layer, LinearInput input, const float* rows, int64_t n, int64_t dim)>;
 
 class CpuExecutor : public Executor {
  public:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "families/encoder_family.h"
@@ -121,6 +122,51 @@ TEST(CpuEncoder, ClassifierReadsTheFirstToken) {
   }
   const EncoderModel plain = testing::random_encoder(testing::small_encoder_config(), 4);
   EXPECT_TRUE(fails_with([&] { CpuEncoder(plain, 1).classify(kBatch); }, "not a sequence-classification"));
+}
+
+// The observer sees each layer's four linear inputs once per forward, over the
+// rows of every input: q|k|v reads layer 0's embedded rows, and what the last
+// MLP's down reads reproduces the final states through it.
+TEST(CpuEncoder, ObserverSeesEveryLinearInput) {
+  const EncoderModel m = testing::random_encoder(testing::small_encoder_config(), 4);
+  CpuEncoder enc(m, 1);
+  std::map<std::pair<int, int>, int> calls;
+  std::vector<float> up_in, down_in;
+  int64_t rows = 0;
+  enc.set_observer([&](int layer, LinearInput input, const float* x, int64_t n, int64_t dim) {
+    ++calls[{layer, static_cast<int>(input)}];
+    rows = n;
+    EXPECT_EQ(dim, input == LinearInput::Down ? m.config.intermediate : m.config.hidden);
+    if (layer == 1 && input == LinearInput::GateUp) up_in.assign(x, x + n * dim);
+    if (layer == 1 && input == LinearInput::Down) down_in.assign(x, x + n * dim);
+  });
+  std::vector<float> states;
+  std::vector<int64_t> offsets;
+  enc.forward(kBatch, states, offsets);
+  EXPECT_EQ(calls.size(), 8u);
+  for (const auto& [key, count] : calls) EXPECT_EQ(count, 1);
+  EXPECT_EQ(rows, offsets.back());
+  // The last layer's output, recomputed from the rows its MLP read: LN(x + down(h) + bias).
+  const int64_t d = m.config.hidden, f = m.config.intermediate, row = 5;
+  const EncoderLayer& l = m.layers[1];
+  std::vector<double> pre(d);
+  for (int64_t j = 0; j < d; ++j) {
+    double acc = l.down.bias.data()[j] + up_in[row * d + j];
+    for (int64_t k = 0; k < f; ++k) acc += double{l.down.first.data()[j * f + k]} * down_in[row * f + k];
+    pre[j] = acc;
+  }
+  double mean = 0, var = 0;
+  for (double v : pre) mean += v / d;
+  for (double v : pre) var += (v - mean) * (v - mean) / d;
+  for (int64_t j = 0; j < d; ++j) {
+    const double want = (pre[j] - mean) / std::sqrt(var + m.config.ln_eps) * l.mlp_norm.weight.data()[j] +
+                        l.mlp_norm.bias.data()[j];
+    EXPECT_NEAR(states[row * d + j], want, 1e-4);
+  }
+  enc.set_observer(nullptr);
+  calls.clear();
+  enc.forward(kBatch, states, offsets);
+  EXPECT_TRUE(calls.empty());
 }
 
 TEST(CpuEncoder, RejectsBadInputs) {

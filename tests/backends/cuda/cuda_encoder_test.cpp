@@ -16,6 +16,7 @@
 
 #include "backends/cpu/cpu_encoder.h"
 #include "backends/cuda/decode_test_util.h"
+#include "compress/encoder_compressor.h"
 #include "families/encoder_family.h"
 #include "model/synthetic.h"
 #include "testing/data_paths.h"
@@ -111,6 +112,19 @@ TEST_F(CudaEncoderTest, LowRankBertBaseMatchesCpu) {
   const EncoderModel m = make_synthetic_encoder("bert-base", 0.5);
   expect_states_match(m, ElementType::F32, 1e-4);
   expect_states_match(m, ElementType::BF16, 5e-2);
+}
+
+// What `flashsvd compress` makes of an encoder: ranks that are no multiple of
+// 8 (padded at upload), q|k|v rank spaces packed, heads of 32.
+TEST_F(CudaEncoderTest, CompressedEncoderMatchesCpu) {
+  const EncoderModel dense = testing::random_encoder(gpu_config(32), 9, 2);
+  EncoderCompressOptions options;
+  options.keep = 0.6;
+  const EncoderModel m = compress_encoder(dense, batch(dense.config.vocab), options).model;
+  ASSERT_NE(m.layers[0].q.rank() % 8, 0);
+  ASSERT_NE(m.layers[1].down.rank() % 8, 0);
+  expect_states_match(m, ElementType::F32, 1e-5);
+  expect_states_match(m, ElementType::BF16, 3e-2);
 }
 
 // A shape's third pass replays the graph captured on its second: other ids
