@@ -129,7 +129,8 @@ void add_compress_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--calib", f->calib,
                   "Calibration text file (needed by whiten); encoders: one sentence per non-empty line");
-  cmd->add_option("--calib-tokens", f->calib_tokens, "Calibrate on the last N tokens of the text (encoders: its last lines holding N tokens)")
+  cmd->add_option("--calib-tokens", f->calib_tokens,
+                  "Calibrate on the last N tokens of the text (encoders: its last lines holding N tokens)")
       ->check(CLI::Range(int64_t{1}, INT64_MAX))
       ->capture_default_str();
   cmd->add_option("--calib-ctx", f->calib_ctx, "Calibration window in tokens (default: model context, at most 2048)")

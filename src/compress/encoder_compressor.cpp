@@ -104,7 +104,8 @@ class EncoderCompression {
     } else {
       for (int l = 0; l < layers_; ++l) {
         std::vector<Whitening> white;
-        for (int i = 0; i < 4; ++i) white.push_back(Whitening::identity(encoder_input_dim(dense_.config, LinearInput(i))));
+        for (int i = 0; i < 4; ++i)
+          white.push_back(Whitening::identity(encoder_input_dim(dense_.config, LinearInput(i))));
         factor_layer(l, white, m.layers[l]);
       }
     }
