@@ -31,6 +31,19 @@ Stream make_stream() {
 
 }  // namespace
 
+// Passes of this many rows or more keep their shape: they are bound by their
+// GEMMs, not by launches, so padding would cost more than a graph saves.
+constexpr int64_t kMaxBucketRows = 4096;
+
+EncoderPassShape pass_bucket(const EncoderPassShape& s) {
+  if (s.rows >= kMaxBucketRows) return s;
+  int64_t step = 16;
+  while (step * 16 <= s.rows) step *= 2;
+  int seqs = 1;
+  while (seqs < s.seqs) seqs *= 2;  // < 4096: each input has a row
+  return {ceil_div(s.rows, step) * step, seqs, static_cast<int>(ceil_div(s.max_len, 64) * 64)};
+}
+
 CudaEncoder::CudaEncoder(const EncoderModel& model, ElementType type)
     : EncoderExecutor(model),
       stream_(make_stream()),
@@ -149,37 +162,41 @@ void CudaEncoder::run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, in
 std::vector<int64_t> CudaEncoder::run(std::span<const EncoderInput> batch) {
   const EncoderConfig& c = model().config;
   std::vector<int64_t> offsets = check_batch(batch);
-  const int64_t n = offsets.back();
-  const int seqs = static_cast<int>(batch.size());
-  check(n <= INT32_MAX / 4, model().source, n, " tokens in one batch are too many");
-  reserve(n, seqs);
-  // ids, positions, token types, then the sequence offsets: one copy.
-  host_inputs_.assign(static_cast<size_t>(3 * n + seqs + 1), 0);
   int max_len = 0;
-  for (int s = 0; s < seqs; ++s) {
+  for (const EncoderInput& in : batch) max_len = std::max(max_len, static_cast<int>(in.ids.size()));
+  const EncoderPassShape exact{offsets.back(), static_cast<int>(batch.size()), max_len};
+  check(exact.rows <= INT32_MAX / 4, model().source, exact.rows, " tokens in one batch are too many");
+  // fp32 passes are for exact checks: no padding (the fp32 attention reads
+  // every row, padding included, as part of an input).
+  const EncoderPassShape shape = type_ == ElementType::BF16 ? pass_bucket(exact) : exact;
+  const int64_t n = shape.rows;
+  reserve(n, shape.seqs);
+  // ids, positions, token types (padding rows: token 0 at the first
+  // position), then the sequence offsets (padding inputs: empty): one copy.
+  host_inputs_.assign(static_cast<size_t>(3 * n + shape.seqs + 1), 0);
+  for (int64_t r = exact.rows; r < n; ++r) host_inputs_[n + r] = c.position_offset;
+  for (int s = 0; s < exact.seqs; ++s) {
     const EncoderInput& in = batch[s];
-    const int len = static_cast<int>(in.ids.size());
-    max_len = std::max(max_len, len);
-    for (int t = 0; t < len; ++t) {
-      const int64_t r = offsets[s] + t;
+    for (size_t t = 0; t < in.ids.size(); ++t) {
+      const int64_t r = offsets[s] + static_cast<int64_t>(t);
       host_inputs_[r] = in.ids[t];
-      host_inputs_[n + r] = c.position_offset + t;
+      host_inputs_[n + r] = c.position_offset + static_cast<int32_t>(t);
       host_inputs_[2 * n + r] = in.type_ids[t];
     }
   }
-  for (int s = 0; s <= seqs; ++s) host_inputs_[3 * n + s] = static_cast<int32_t>(offsets[s]);
+  for (int s = 0; s <= shape.seqs; ++s)
+    host_inputs_[3 * n + s] = static_cast<int32_t>(offsets[std::min(s, exact.seqs)]);
   FSVD_CUDA_CHECK(cudaMemcpyAsync(inputs_.data(), host_inputs_.data(), host_inputs_.size() * sizeof(int32_t),
                                   cudaMemcpyHostToDevice, stream_));
   auto layers = [&] {
     const int32_t* d = inputs_.data();
     embed_layernorm(d, d + n, d + 2 * n, weights_.embeddings(), weights_.embed_norm().w, weights_.embed_norm().b,
                     c.ln_eps, n, x_.data(), stream_);
-    for (const DeviceEncoderLayer& l : weights_.layers()) run_layer(l, n, seqs, max_len);
+    for (const DeviceEncoderLayer& l : weights_.layers()) run_layer(l, n, shape.seqs, shape.max_len);
   };
   // A shape's second pass is captured and its later ones replay the graph
   // (a pass launches ~15 kernels a layer, which bounds small batches on the
   // host); the first runs eagerly, choosing the GEMM algorithms.
-  const Shape shape{n, seqs, max_len};
   if (passes_.size() >= kMaxShapesCounted) passes_.clear();  // a server sees endless shapes
   auto graph = graphs_.find(shape);
   if (graph == graphs_.end() && ++passes_[shape] >= 2 && graphs_.size() < kMaxGraphs) {

@@ -8,7 +8,9 @@
 // smaller than the kernel's 64 (MiniLM's 32) run zero-padded (DeviceEncoder). Activation
 // memory: the residual stream, the rank-space rows, and one work buffer that
 // holds q|k|v during attention and the MLP's intermediate after it. A batch
-// shape seen before replays a CUDA graph of the whole pass.
+// shape seen before replays a CUDA graph of the whole pass; in bf16, shapes
+// are padded to buckets (pass_bucket) so that a server's batches, whose exact
+// shapes rarely repeat, replay them too.
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -23,6 +25,23 @@
 
 namespace fsvd::cuda {
 
+// The shape of a pass: packed rows, inputs, the longest input's rows.
+struct EncoderPassShape {
+  int64_t rows;
+  int seqs, max_len;
+  auto operator<=>(const EncoderPassShape&) const = default;
+};
+
+// The bucket a bf16 pass of shape s runs as, when it has fewer than 4096
+// rows (larger passes are bound by their GEMMs and keep their shape): rows
+// padded up to a multiple of 1/8 of the largest power of two at or below them,
+// at least 16 (fewer than 16 rows more, at most 12.5% more from 128 on, none
+// for powers of two), inputs up to a power of two (empty ones), the longest
+// input up to a multiple of 64 (the attention's grid). The padding rows belong
+// to no input: every op but attention is row by row, and attention reads each
+// input's own rows.
+EncoderPassShape pass_bucket(const EncoderPassShape& s);
+
 class CudaEncoder : public EncoderExecutor {
  public:
   // `model` must be packed and outlive the encoder; it is uploaded as `type`.
@@ -35,6 +54,7 @@ class CudaEncoder : public EncoderExecutor {
   ExecutorStats stats() override;
   void enqueue(std::span<const EncoderInput> batch) override { run(batch); }
   void wait() override;
+  size_t graph_count() const { return graphs_.size(); }  // passes held as CUDA graphs
 
  private:
   // The forward pass enqueued on stream_, its states left in x_; returns the packed row offsets.
@@ -58,16 +78,11 @@ class CudaEncoder : public EncoderExecutor {
   DeviceBuffer<int32_t> inputs_;  // ids, positions, token types, then the sequence offsets
   DeviceBuffer<uint8_t> x_, rank_, work_;
   std::vector<int32_t> host_inputs_;
-  // Graphs of the layers per batch shape (rows, inputs, longest input), for
-  // shapes seen before; cleared when the buffers they read are replaced.
-  struct Shape {
-    int64_t rows;
-    int seqs, max_len;
-    auto operator<=>(const Shape&) const = default;
-  };
+  // Graphs of the layers per pass shape (bucketed in bf16), for shapes seen
+  // before; cleared when the buffers they read are replaced.
   static constexpr size_t kMaxGraphs = 64, kMaxShapesCounted = 4096;
-  std::map<Shape, int> passes_;
-  std::map<Shape, GraphExec> graphs_;
+  std::map<EncoderPassShape, int> passes_;
+  std::map<EncoderPassShape, GraphExec> graphs_;
 };
 
 }  // namespace fsvd::cuda

@@ -28,6 +28,23 @@
 namespace fsvd::cuda {
 namespace {
 
+// Fewer than 16 padding rows, at most 12.5% from 128 on, powers of two from
+// 16 on kept; inputs to powers of two, the longest input to a multiple of 64;
+// from 4096 rows on the exact shape.
+TEST(CudaEncoderBucket, PadsShapesALittle) {
+  EXPECT_EQ(pass_bucket({1, 1, 1}), (EncoderPassShape{16, 1, 64}));
+  EXPECT_EQ(pass_bucket({100, 3, 70}), (EncoderPassShape{112, 4, 128}));
+  EXPECT_EQ(pass_bucket({16384, 32, 512}), (EncoderPassShape{16384, 32, 512}));
+  EXPECT_EQ(pass_bucket({1025, 5, 1}), (EncoderPassShape{1152, 8, 64}));
+  for (int64_t rows = 1; rows < 128; ++rows) ASSERT_LT(pass_bucket({rows, 1, 1}).rows - rows, 16) << rows;
+  EXPECT_EQ(pass_bucket({5000, 7, 100}), (EncoderPassShape{5000, 7, 100}));
+  for (int64_t rows = 128; rows < 4096; rows += 7) {
+    const int64_t padded = pass_bucket({rows, 1, 1}).rows;
+    ASSERT_GE(padded, rows);
+    ASSERT_LE(padded, rows + rows / 8) << rows;
+  }
+}
+
 class CudaEncoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -152,6 +169,40 @@ TEST_F(CudaEncoderTest, RepeatedShapesReplayGraphsOfTheSameValues) {
     EXPECT_TRUE(same(states(graphed, other), want_other)) << "pass " << pass;
     EXPECT_TRUE(same(states(graphed, b), want_b)) << "pass " << pass;
   }
+}
+
+// Batches of different exact shapes in one bucket share a graph and get the
+// values an eager pass of their own gives.
+TEST_F(CudaEncoderTest, ShapesOfOneBucketShareAGraph) {
+  const EncoderModel m = make_synthetic_encoder("minilm-l6", 0.5);
+  auto inputs = [&](std::initializer_list<int> lengths, int seed) {
+    std::mt19937 rng(seed);
+    std::vector<EncoderInput> b;
+    for (int len : lengths) {
+      EncoderInput in;
+      for (int t = 0; t < len; ++t) in.ids.push_back(std::uniform_int_distribution<int>(0, m.config.vocab - 1)(rng));
+      in.type_ids.assign(len, 0);
+      b.push_back(std::move(in));
+    }
+    return b;
+  };
+  const std::vector<EncoderInput> a = inputs({5, 9}, 1), b = inputs({6, 7}, 2);
+  ASSERT_EQ(pass_bucket({14, 2, 9}), pass_bucket({13, 2, 30}));
+  auto states = [](CudaEncoder& e, const std::vector<EncoderInput>& in) {
+    std::vector<float> s;
+    std::vector<int64_t> off;
+    e.forward(in, s, off);
+    return s;
+  };
+  CudaEncoder eager(m, ElementType::BF16), graphed(m, ElementType::BF16);
+  const std::vector<float> want_b = states(eager, b);
+  states(graphed, a);
+  states(graphed, a);  // captured
+  ASSERT_EQ(graphed.graph_count(), 1u);
+  const std::vector<float> got_b = states(graphed, b);
+  EXPECT_EQ(graphed.graph_count(), 1u);
+  ASSERT_EQ(got_b.size(), want_b.size());
+  EXPECT_LT(relative_error(got_b.data(), want_b.data(), static_cast<int64_t>(got_b.size())), 1e-6);
 }
 
 TEST_F(CudaEncoderTest, EmbeddingsAndClassifierAsCpu) {
