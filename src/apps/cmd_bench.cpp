@@ -300,6 +300,8 @@ void add_bench_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--varlen", f->encoder.varlen,
                 "Encoder batches of lengths spread over [16, --seq] (a fixed hash) instead of all --seq long");
+  cmd->add_flag("--new-shapes", f->encoder.new_shapes,
+                "Encoder batches of lengths drawn afresh for every pass (as a server's), spread as --varlen's");
   cmd->callback([mf, sf, f] { run(*mf, *sf, *f); });
 }
 

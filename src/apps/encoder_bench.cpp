@@ -17,12 +17,13 @@ constexpr int kMinVarlen = 16;
 
 // Input i: token t is (1 + 7919 (i + t)) mod vocab, types 0; lengths `seq`, or
 // spread over [16, seq] by a multiplicative hash of i (bench/peers/encoder_hf.py
-// computes the same).
-std::vector<EncoderInput> make_inputs(int batch, int seq, bool varlen, int vocab) {
+// computes the same for draw 0), of i + draw * batch for other draws.
+std::vector<EncoderInput> make_inputs(int batch, int seq, bool varlen, int vocab, int draw = 0) {
   const int lo = std::min(kMinVarlen, seq);
   std::vector<EncoderInput> inputs(static_cast<size_t>(batch));
   for (int i = 0; i < batch; ++i) {
-    const int len = varlen ? lo + static_cast<int>((uint32_t(i) * 2654435761u) % uint32_t(seq - lo + 1)) : seq;
+    const uint32_t key = uint32_t(i) + uint32_t(draw) * uint32_t(batch);
+    const int len = varlen ? lo + static_cast<int>((key * 2654435761u) % uint32_t(seq - lo + 1)) : seq;
     for (int t = 0; t < len; ++t) inputs[i].ids.push_back(static_cast<int32_t>((1 + 7919 * int64_t{i + t}) % vocab));
     inputs[i].type_ids.assign(static_cast<size_t>(len), 0);
   }
@@ -42,13 +43,18 @@ std::vector<nlohmann::json> bench_encoder(const SyntheticFlags& sf, const ModelF
           "], got ", seq);
     for (int batch : s.batches) {
       check(batch >= 1, "--batch", "batch sizes must be positive, got ", batch);
-      std::fprintf(stderr, "bench: %s batch=%d seq=%d%s\n", sf.name.c_str(), batch, seq, s.varlen ? " (varlen)" : "");
-      const std::vector<EncoderInput> inputs = make_inputs(batch, seq, s.varlen, model.config.vocab);
-      int64_t tokens = 0;
-      for (const EncoderInput& in : inputs) tokens += static_cast<int64_t>(in.ids.size());
-      for (int i = 0; i < kWarmup; ++i) encoder->enqueue(inputs), encoder->wait();
+      const bool varlen = s.varlen || s.new_shapes;
+      std::fprintf(stderr, "bench: %s batch=%d seq=%d%s\n", sf.name.c_str(), batch, seq,
+                   s.new_shapes ? " (new lengths every pass)" : varlen ? " (varlen)" : "");
+      // Pass p's inputs: draw p with new shapes, else always draw 0.
+      int draw = 0;
+      auto next_inputs = [&] { return make_inputs(batch, seq, varlen, model.config.vocab, s.new_shapes ? draw++ : 0); };
+      for (int i = 0; i < kWarmup; ++i) encoder->enqueue(next_inputs()), encoder->wait();
       double total = 0, best = 1e300;
+      int64_t tokens = 0;
       for (int i = 0; i < s.repeat; ++i) {
+        const std::vector<EncoderInput> inputs = next_inputs();
+        for (const EncoderInput& in : inputs) tokens += static_cast<int64_t>(in.ids.size());
         const auto t0 = std::chrono::steady_clock::now();
         encoder->enqueue(inputs);
         encoder->wait();
@@ -63,8 +69,9 @@ std::vector<nlohmann::json> bench_encoder(const SyntheticFlags& sf, const ModelF
                       {"precision", mf.precision},
                       {"batch", batch},
                       {"seq", seq},
-                      {"varlen", s.varlen},
-                      {"tokens", tokens},
+                      {"varlen", varlen},
+                      {"new_shapes", s.new_shapes},
+                      {"tokens", tokens / s.repeat},  // a timed pass's mean
                       {"latency_ms", mean},
                       {"best_ms", best},
                       {"sequences_per_s", batch * 1000.0 / mean},

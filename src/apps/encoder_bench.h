@@ -14,6 +14,7 @@ struct EncoderBenchShape {
   std::vector<int> batches{32};
   std::vector<int> seqs{512};  // every input this long, or (varlen) lengths spread over [16, seq]
   bool varlen = false;
+  bool new_shapes = false;  // varlen lengths drawn afresh for every pass (a server's batches)
   int repeat = 20;
 };
 

@@ -34,6 +34,14 @@ TEST(EncoderBenchCli, ReportsLatencyThroughputAndTokens) {
   const int64_t tokens = nlohmann::json::parse(r.out)[0]["tokens"].get<int64_t>();
   EXPECT_GE(tokens, 4 * 16);
   EXPECT_LT(tokens, 4 * 40);
+  // Lengths drawn afresh for every pass: the mean pass's tokens, in the same range.
+  r = run_cli("bench --synthetic minilm-l6 --ratio 0.5 --device cpu -t 1 --batch 4 --seq 40 --new-shapes --repeat 3 "
+              "--json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json fresh = nlohmann::json::parse(r.out)[0];
+  EXPECT_TRUE(fresh["new_shapes"].get<bool>());
+  EXPECT_GE(fresh["tokens"].get<int64_t>(), 4 * 16);
+  EXPECT_LT(fresh["tokens"].get<int64_t>(), 4 * 40);
   r = run_cli("bench --synthetic minilm-l6 --device cpu --seq 600");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--seq"), std::string::npos) << r.err;
