@@ -144,6 +144,14 @@ TEST_F(CudaEncoderTest, CompressedEncoderMatchesCpu) {
   expect_states_match(m, ElementType::BF16, 3e-2);
 }
 
+// The final states of a forward pass.
+std::vector<float> states(CudaEncoder& e, const std::vector<EncoderInput>& in) {
+  std::vector<float> s;
+  std::vector<int64_t> off;
+  e.forward(in, s, off);
+  return s;
+}
+
 // A shape's third pass replays the graph captured on its second: other ids
 // of the same shape, and the shapes around it, give the eager pass's values.
 TEST_F(CudaEncoderTest, RepeatedShapesReplayGraphsOfTheSameValues) {
@@ -152,12 +160,6 @@ TEST_F(CudaEncoderTest, RepeatedShapesReplayGraphsOfTheSameValues) {
   b.pop_back();
   for (EncoderInput& in : other)
     for (int32_t& id : in.ids) id = (id * 7 + 3) % m.config.vocab;
-  auto states = [](CudaEncoder& e, const std::vector<EncoderInput>& in) {
-    std::vector<float> s;
-    std::vector<int64_t> off;
-    e.forward(in, s, off);
-    return s;
-  };
   CudaEncoder eager(m, ElementType::BF16), graphed(m, ElementType::BF16);
   const std::vector<float> want_a = states(eager, a), want_b = states(eager, b), want_other = states(eager, other);
   auto same = [](const std::vector<float>& got, const std::vector<float>& want) {
@@ -188,12 +190,6 @@ TEST_F(CudaEncoderTest, ShapesOfOneBucketShareAGraph) {
   };
   const std::vector<EncoderInput> a = inputs({5, 9}, 1), b = inputs({6, 7}, 2);
   ASSERT_EQ(pass_bucket({14, 2, 9}), pass_bucket({13, 2, 30}));
-  auto states = [](CudaEncoder& e, const std::vector<EncoderInput>& in) {
-    std::vector<float> s;
-    std::vector<int64_t> off;
-    e.forward(in, s, off);
-    return s;
-  };
   CudaEncoder eager(m, ElementType::BF16), graphed(m, ElementType::BF16);
   const std::vector<float> want_b = states(eager, b);
   states(graphed, a);
