@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/sensitivity.h"
 #include "model/model.h"
 
 namespace fsvd {
@@ -31,12 +32,14 @@ struct CompressOptions {
   // dense model's. Dense statistics (and the statistics file) still serve
   // loss allocation's first pass.
   bool sequential = false;
-  // Sequential only: re-fit each second factor by least squares against the
-  // dense layer's outputs (compress/refit.h), with ridge α.
+  // Sequential only: fit every matrix (low-rank or kept dense) to the dense
+  // layer's outputs on the dense rows instead of to its own weight on the
+  // compressed rows (compress/refit.h), with ridge α on the statistics.
   bool refit = false;
   double ridge = 1e-3;
-  // Budget allocation: calibration tokens (the first of the slice) the
-  // sensitivity probes score, one window.
+  // Budget allocation: how sensitivities are probed (compress/sensitivity.h),
+  // and the calibration tokens (the first of the slice) the probes score, one window.
+  SensitivityProbes sensitivity = SensitivityProbes::PerMatrix;
   int probe_tokens = 256;
   int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
   int threads = 0;  // CPU threads, 0: all
