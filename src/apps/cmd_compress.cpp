@@ -28,6 +28,7 @@ struct CompressFlags {
   std::string method = "whiten";
   std::string allocation = "uniform";
   std::string sensitivity = "matrix";
+  double min_rank_fraction = 0.5;
   bool sequential = false;
   bool refit = false;
   double ridge = 1e-3;
@@ -66,6 +67,7 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
       {"uniform", RankAllocation::Uniform}, {"loss", RankAllocation::Loss}, {"budget", RankAllocation::Budget}};
   options.allocation = allocations.at(f.allocation);
   options.sensitivity = f.sensitivity == "matrix" ? SensitivityProbes::PerMatrix : SensitivityProbes::TypeAndLayer;
+  options.min_rank_fraction = f.min_rank_fraction;
   options.sequential = f.sequential;
   options.refit = f.refit;
   options.ridge = f.ridge;
@@ -126,6 +128,10 @@ void add_compress_command(CLI::App& app) {
                   "Budget allocation's probes: matrix (one KL probe per matrix) or type-layer (one per matrix type "
                   "and one per layer: fewer probes, a separable estimate)")
       ->check(CLI::IsMember({"matrix", "type-layer"}))
+      ->capture_default_str();
+  cmd->add_option("--min-rank-fraction", f->min_rank_fraction,
+                  "Budget allocation: no matrix keeps less than this fraction of its uniform rank")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd->add_flag("--sequential", f->sequential,
                 "Calibrate layer by layer on the partly compressed model's activations (whiten only)");

@@ -285,7 +285,9 @@ class Compression {
     for (int k = 0; k < kKindCount; ++k)
       for (int l = 0; l < layers_; ++l) {
         const Linear& w = dense_.layers[l].*kKinds[k].member;
-        matrices.push_back({w.out(), w.in(), spectra[k][l], sensitivity[k][l]});
+        // Sensitivities were probed at the uniform ranks: trusted only down to a fraction of them.
+        const int64_t floor = static_cast<int64_t>(options_.min_rank_fraction * static_cast<double>(ranks_[k][l]));
+        matrices.push_back({w.out(), w.in(), spectra[k][l], sensitivity[k][l], std::max<int64_t>(floor, 1)});
       }
     const std::vector<int64_t> ranks = budgeted_ranks(matrices, budget_);
     for (int k = 0; k < kKindCount; ++k)
@@ -304,6 +306,7 @@ class Compression {
     if (options_.allocation == RankAllocation::Budget) {
       p["rank_rule"] = "budgeted: predicted loss = sensitivity x dropped whitened energy, greedy per parameter";
       p["sensitivity"] = sensitivity_;
+      p["min_rank_fraction"] = options_.min_rank_fraction;
     }
     p["dense_model"] = {{"source", dense_.source}, {"family", dense_.family}};
     if (calibration_) {
@@ -367,6 +370,8 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
         "the least-squares re-fit needs sequential calibration (on the dense model's own rows it changes nothing)");
   check(options.ridge >= 0, "compress", "ridge must be non-negative, got ", options.ridge);
   check(options.probe_tokens > 0, "compress", "probe tokens must be positive, got ", options.probe_tokens);
+  check(options.min_rank_fraction >= 0 && options.min_rank_fraction <= 1, "compress",
+        "the minimum rank fraction must be in [0, 1], got ", options.min_rank_fraction);
   // BLAS outside the executors (statistics, re-fit systems) gets the calibration forwards' threads.
   openblas_set_num_threads(thread_count(options));
 

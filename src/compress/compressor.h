@@ -41,6 +41,10 @@ struct CompressOptions {
   // and the calibration tokens (the first of the slice) the probes score, one window.
   SensitivityProbes sensitivity = SensitivityProbes::PerMatrix;
   int probe_tokens = 256;
+  // Budget allocation: no matrix keeps less than this fraction of its uniform
+  // rank, where its sensitivity was probed (loss does not stay linear in the
+  // dropped energy far below it).
+  double min_rank_fraction = 0.5;
   int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
   int threads = 0;  // CPU threads, 0: all
   // Calibration statistics held at once: as many layers as fit (at least one);

@@ -242,6 +242,9 @@ TEST(Compressor, RejectsWhatItCannotCompress) {
   bad.method = CompressMethod::Svd;
   EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "needs whitening"));
   bad = small_options();
+  bad.min_rank_fraction = 1.5;
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "minimum rank fraction"));
+  bad = small_options();
   bad.keep = 0.05;  // less than the embeddings alone
   EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "never compressed"));
   const Compressed once = compress_model(dense, random_tokens(40, 64, 6), small_options());
