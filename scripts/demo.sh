@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The main job, on the CPU: build flashsvd, fetch the default model
-# (SmolLM2-135M-Instruct) on first use, compress it (sequential SVD-LLM
-# whitening with the least-squares re-fit, at the keep in
-# scripts/demo_settings.sh, the whole model's kept parameter fraction;
-# FLASHSVD_DEMO_KEEP to change), and show the dense and the compressed model
-# side by side: size, perplexity on a short text, decode speed, and each one's
-# greedy continuation of the same prompt.
+# (SmolLM2-135M-Instruct) on first use, compress it (SVD-LLM whitening with
+# the budgeted rank allocation, at the keep in scripts/demo_settings.sh, the
+# whole model's kept parameter fraction; FLASHSVD_DEMO_KEEP to change), and
+# show the dense and the compressed model side by side: size, perplexity on a
+# short text, decode speed, and each one's greedy continuation of the same
+# prompt.
 #   bash scripts/demo.sh ["your prompt"]
-# Calibration and scoring read two fixed, disjoint texts (scripts/demo_text/),
-# so the demo needs nothing beyond the model and its numbers do not move when
-# the docs change.
+# Calibration (scripts/demo_text/calibration.txt, then samples.txt: the dense
+# model's own samples, made once by make_samples.sh) and scoring
+# (evaluation.txt) read fixed, disjoint texts, so the demo needs nothing
+# beyond the model and its numbers do not move when the docs change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/demo_settings.sh
@@ -28,9 +29,10 @@ work=$dir/demo
 compressed=$work/smollm2-keep$keep
 mkdir -p "$work"
 texts=scripts/demo_text
-say "compressing to keep $keep of the model ($demo_compress_flags, $texts/calibration.txt; minutes on 2 cores)"
+cat "$texts/calibration.txt" "$texts/samples.txt" >"$work/calibration.txt"
+say "compressing to keep $keep of the model ($demo_compress_flags, $texts/calibration.txt and samples.txt; minutes on 2 cores)"
 # shellcheck disable=SC2086  # the flags are words
-$fsvd compress -m "$dense" --ratio "$keep" $demo_compress_flags --calib "$texts/calibration.txt" \
+$fsvd compress -m "$dense" --ratio "$keep" $demo_compress_flags --calib "$work/calibration.txt" \
   --dtype bf16 -o "$compressed" --force 2>"$work/compress.log" || { cat "$work/compress.log" >&2; exit 1; }
 grep "^compressed" "$work/compress.log" >&2
 

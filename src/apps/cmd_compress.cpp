@@ -27,6 +27,8 @@ struct CompressFlags {
   std::string out;
   std::string method = "whiten";
   std::string allocation = "uniform";
+  std::string sensitivity = "matrix";
+  double min_rank_fraction = 0.5;
   bool sequential = false;
   bool refit = false;
   double ridge = 1e-3;
@@ -64,6 +66,8 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   const std::map<std::string, RankAllocation> allocations = {
       {"uniform", RankAllocation::Uniform}, {"loss", RankAllocation::Loss}, {"budget", RankAllocation::Budget}};
   options.allocation = allocations.at(f.allocation);
+  options.sensitivity = f.sensitivity == "matrix" ? SensitivityProbes::PerMatrix : SensitivityProbes::TypeAndLayer;
+  options.min_rank_fraction = f.min_rank_fraction;
   options.sequential = f.sequential;
   options.refit = f.refit;
   options.ridge = f.ridge;
@@ -120,11 +124,21 @@ void add_compress_command(CLI::App& app) {
                   "budget across all matrices (any may keep more rank or stay dense) by measured sensitivity")
       ->check(CLI::IsMember({"uniform", "loss", "budget"}))
       ->capture_default_str();
+  cmd->add_option("--sensitivity", f->sensitivity,
+                  "Budget allocation's probes: matrix (one KL probe per matrix) or type-layer (one per matrix type "
+                  "and one per layer: fewer probes, a separable estimate)")
+      ->check(CLI::IsMember({"matrix", "type-layer"}))
+      ->capture_default_str();
+  cmd->add_option("--min-rank-fraction", f->min_rank_fraction,
+                  "Budget allocation: no matrix keeps less than this fraction of its uniform rank")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd->add_flag("--sequential", f->sequential,
                 "Calibrate layer by layer on the partly compressed model's activations (whiten only)");
   cmd->add_flag("--refit", f->refit,
-                "Re-fit every second factor by least squares against the dense model's outputs (needs --sequential)");
-  cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean of the rank-space system's diagonal")
+                "Fit every matrix to the dense model's outputs (reduced-rank regression, error compensation; "
+                "needs --sequential)");
+  cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean diagonal of the input statistics")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--calib", f->calib,

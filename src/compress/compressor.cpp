@@ -13,8 +13,11 @@
 #include "compress/calibration.h"
 #include "compress/gram_store.h"
 #include "compress/kl_probe.h"
+#include "compress/matrix_kinds.h"
+#include "compress/parallel_jobs.h"
 #include "compress/rank_allocation.h"
 #include "compress/refit.h"
+#include "compress/sensitivity.h"
 #include "compress/sequential.h"
 #include "compress/whitening.h"
 #include "core/error.h"
@@ -22,17 +25,6 @@
 namespace fsvd {
 namespace {
 
-struct MatrixKind {
-  const char* name;
-  Linear Layer::*member;
-  LinearInput input;
-};
-constexpr MatrixKind kKinds[] = {
-    {"q", &Layer::q, LinearInput::Qkv},          {"k", &Layer::k, LinearInput::Qkv},
-    {"v", &Layer::v, LinearInput::Qkv},          {"o", &Layer::o, LinearInput::O},
-    {"gate", &Layer::gate, LinearInput::GateUp}, {"up", &Layer::up, LinearInput::GateUp},
-    {"down", &Layer::down, LinearInput::Down}};
-constexpr int kKindCount = std::size(kKinds);
 constexpr const char* kInputNames[] = {"qkv", "o", "gate_up", "down"};  // by LinearInput
 
 // One whitening per linear input of a layer, indexed by LinearInput.
@@ -62,9 +54,13 @@ void gather_statistics(Calibration& calibration, int layers, const CompressOptio
   }
 }
 
-LayerWhitening whiten(const LayerGrams& grams) {
-  LayerWhitening white;
-  for (const Gram& g : grams) white.push_back(cholesky_whitening(g));
+int thread_count(const CompressOptions& options) {
+  return options.threads > 0 ? options.threads : omp_get_num_procs();
+}
+
+LayerWhitening whiten(const LayerGrams& grams, int threads) {
+  LayerWhitening white(grams.size());
+  parallel_jobs(static_cast<int>(grams.size()), threads, [&](int i) { white[i] = cholesky_whitening(grams[i]); });
   return white;
 }
 
@@ -82,9 +78,9 @@ void for_each_layer(const Model& dense, Calibration* calibration, GramStoreReade
       visit(l, white);
     }
   } else if (store) {
-    for (int l = 0; l < layers; ++l) visit(l, whiten(store->layer(l)));
+    for (int l = 0; l < layers; ++l) visit(l, whiten(store->layer(l), thread_count(options)));
   } else {
-    gather_statistics(*calibration, layers, options, [&](int l, const LayerGrams& g) { visit(l, whiten(g)); });
+    gather_statistics(*calibration, layers, options, [&](int l, const LayerGrams& g) { visit(l, whiten(g, thread_count(options))); });
   }
 }
 
@@ -120,7 +116,11 @@ using Ranks = std::vector<std::vector<int64_t>>;
 class Compression {
  public:
   Compression(const Model& dense, const std::vector<int32_t>& ids, const CompressOptions& options)
-      : dense_(dense), ids_(ids), options_(options), layers_(dense.config.n_layers) {
+      : dense_(dense),
+        ids_(ids),
+        options_(options),
+        layers_(dense.config.n_layers),
+        threads_(thread_count(options)) {
     int64_t matrices = 0;
     for (int k = 0; k < kKindCount; ++k) {
       const Linear& w = dense.layers[0].*kKinds[k].member;
@@ -162,26 +162,33 @@ class Compression {
   Calibration* calibration() { return calibration_ ? &*calibration_ : nullptr; }
   GramStoreReader* store() { return store_ ? &*store_ : nullptr; }
 
-  // Factors layer l's matrices that read `input` into `to` (dense where the
-  // rank is -1); re-fits their second factors when given statistics. Records
-  // each matrix's whitened singular values in `spectra` when given.
-  void factor(int l, int input, const Whitening& white, Layer& to, const InputStatistics* refit,
-              std::vector<std::vector<std::vector<double>>>* spectra) {
-    for (int k = 0; k < kKindCount; ++k) {
-      if (static_cast<int>(kKinds[k].input) != input) continue;
+  // Factors layer l's matrices of the kinds `which` selects into `to` (dense
+  // where the rank is -1), each whitened by white[its input]; fitted to the
+  // dense layer's outputs (compensated_weight) when given cross statistics.
+  // Records each matrix's whitened singular values in `spectra` when given.
+  template <typename Which>
+  void factor(int l, Which which, const std::vector<const Whitening*>& white, Layer& to,
+              const InputStatistics* refit, std::vector<std::vector<std::vector<double>>>* spectra) {
+    std::vector<int> kinds;
+    for (int k = 0; k < kKindCount; ++k)
+      if (which(kKinds[k])) kinds.push_back(k);
+    parallel_jobs(static_cast<int>(kinds.size()), threads_, [&](int i) {
+      const int k = kinds[i];
       const Linear& w = dense_.layers[l].*kKinds[k].member;
+      const Whitening& wh = *white[static_cast<int>(kKinds[k].input)];
+      const Tensor target = refit ? compensated_weight(w.first, wh, *refit->cross) : w.first;
       if (ranks_[k][l] < 0) {
-        to.*kKinds[k].member = w;
-        continue;
+        to.*kKinds[k].member = Linear{target, Tensor(), w.bias};
+        return;
       }
-      LowRank lr = whitened_low_rank(w.first, white, ranks_[k][l]);
+      LowRank lr = whitened_low_rank(target, wh, ranks_[k][l]);
       losses_[k][l] = truncation_loss(lr.singular_values, ranks_[k][l]);
-      Tensor second = refit ? refit_second(w.first, lr.first, refit->compressed, *refit->cross, options_.ridge)
-                            : std::move(lr.second);
-      to.*kKinds[k].member = Linear{lr.first, std::move(second), w.bias};
+      to.*kKinds[k].member = Linear{lr.first, std::move(lr.second), w.bias};
       if (spectra) (*spectra)[k][l] = std::move(lr.singular_values);
-    }
-    if (white.shift > 0) shifts_.push_back({{"layer", l}, {"input", kInputNames[input]}, {"shift", white.shift}});
+    });
+    for (int input = 0; input < 4; ++input)
+      if (white[input] && white[input]->shift > 0)
+        shifts_.push_back({{"layer", l}, {"input", kInputNames[input]}, {"shift", white[input]->shift}});
   }
 
   void report_layer(int l) {
@@ -209,7 +216,8 @@ class Compression {
       Layer& to = m.layers[l];
       to.attn_norm = dense_.layers[l].attn_norm;
       to.mlp_norm = dense_.layers[l].mlp_norm;
-      for (int input = 0; input < 4; ++input) factor(l, input, white[input], to, nullptr, spectra);
+      factor(l, [](const MatrixKind&) { return true; }, {&white[0], &white[1], &white[2], &white[3]}, to, nullptr,
+             spectra);
       report_layer(l);
     });
     return m;
@@ -220,12 +228,15 @@ class Compression {
     SequentialCalibration seq(dense_, ids_, calibration_->window(), options_.threads, options_.refit);
     report(options_, "sequential calibration on " + std::to_string(seq.tokens()) + " tokens (" +
                          std::to_string(seq.windows()) + " windows of " + std::to_string(seq.window()) + ")" +
-                         (options_.refit ? ", least-squares re-fit against the dense model" : ""));
+                         (options_.refit ? ", each matrix fitted to the dense model's outputs" : ""));
     for (int l = 0; l < layers_; ++l) {
       for (int input = 0; input < 4; ++input) {
         const InputStatistics stats = seq.gather(LinearInput(input));
-        factor(l, input, cholesky_whitening(stats.compressed), seq.work().layers[l],
-               options_.refit ? &stats : nullptr, nullptr);
+        const Whitening white = cholesky_whitening(stats.compressed, options_.refit ? options_.ridge : 0.0);
+        std::vector<const Whitening*> by_input(4, nullptr);
+        by_input[input] = &white;
+        factor(l, [&](const MatrixKind& k) { return static_cast<int>(k.input) == input; }, by_input,
+               seq.work().layers[l], options_.refit ? &stats : nullptr, nullptr);
         seq.work().pack_layer(l);
       }
       seq.advance();
@@ -238,9 +249,10 @@ class Compression {
   void allocate_by_loss() {
     std::vector<std::vector<std::vector<double>>> values(kKindCount, std::vector<std::vector<double>>(layers_));
     for_each_layer(dense_, calibration(), store(), options_, [&](int l, const LayerWhitening& white) {
-      for (int k = 0; k < kKindCount; ++k)
+      parallel_jobs(kKindCount, threads_, [&](int k) {
         values[k][l] = whitened_singular_values((dense_.layers[l].*kKinds[k].member).first,
                                                 white[static_cast<int>(kKinds[k].input)]);
+      });
     });
     for (int k = 0; k < kKindCount; ++k) {
       const Linear& w = dense_.layers[0].*kKinds[k].member;
@@ -263,46 +275,23 @@ class Compression {
       for (int l = 0; l < layers_; ++l)
         for (size_t j = ranks_[k][l]; j < spectra[k][l].size(); ++j) dropped[k][l] += spectra[k][l][j] * spectra[k][l][j];
 
-    // Probes: KL of the dense model with one type (every layer), then one layer (every type), taken from `uniform`.
     const int64_t probe = std::min<int64_t>({options_.probe_tokens, calibration_->window(),
                                              static_cast<int64_t>(ids_.size())});
     const KlProbe kl(dense_, std::vector<int32_t>(ids_.begin(), ids_.begin() + probe), options_.threads);
-    auto probe_kl = [&](auto swap) {
-      Model m = dense_;
-      swap(m);
-      m.pack();
-      return kl.kl(m);
-    };
-    std::vector<double> per_type(kKindCount), per_layer(layers_);
-    for (int k = 0; k < kKindCount; ++k) {
-      const double d = probe_kl([&](Model& m) {
-        for (int l = 0; l < layers_; ++l) m.layers[l].*kKinds[k].member = uniform.layers[l].*kKinds[k].member;
-      });
-      double energy = 0;
-      for (int l = 0; l < layers_; ++l) energy += dropped[k][l];
-      per_type[k] = energy > 0 ? std::max(d, 0.0) / energy : 0.0;
-      report(options_, std::string("sensitivity probe ") + kKinds[k].name + ": KL " + std::to_string(d));
-    }
-    for (int l = 0; l < layers_; ++l) {
-      const double d = probe_kl([&](Model& m) { m.layers[l] = uniform.layers[l]; });
-      double predicted = 0;
-      for (int k = 0; k < kKindCount; ++k) predicted += per_type[k] * dropped[k][l];
-      per_layer[l] = predicted > 0 ? std::max(d, 0.0) / predicted : 0.0;
-      report(options_, "sensitivity probe layer " + std::to_string(l + 1) + ": KL " + std::to_string(d));
-    }
+    const std::vector<std::vector<double>> sensitivity =
+        measure_sensitivity(dense_, uniform, dropped, kl, options_.sensitivity, options_.progress, sensitivity_);
 
     std::vector<MatrixSpectrum> matrices;
     for (int k = 0; k < kKindCount; ++k)
       for (int l = 0; l < layers_; ++l) {
         const Linear& w = dense_.layers[l].*kKinds[k].member;
-        matrices.push_back({w.out(), w.in(), spectra[k][l], per_type[k] * per_layer[l]});
+        // Sensitivities were probed at the uniform ranks: trusted only down to a fraction of them.
+        const int64_t floor = static_cast<int64_t>(options_.min_rank_fraction * static_cast<double>(ranks_[k][l]));
+        matrices.push_back({w.out(), w.in(), spectra[k][l], sensitivity[k][l], std::max<int64_t>(floor, 1)});
       }
     const std::vector<int64_t> ranks = budgeted_ranks(matrices, budget_);
     for (int k = 0; k < kKindCount; ++k)
       for (int l = 0; l < layers_; ++l) ranks_[k][l] = ranks[k * layers_ + l];
-    // per type: probe KL per unit of dropped whitened energy; per layer: a factor on it.
-    sensitivity_ = {{"probe_tokens", probe}, {"per_type", nlohmann::json::object()}, {"layer_factor", per_layer}};
-    for (int k = 0; k < kKindCount; ++k) sensitivity_["per_type"][kKinds[k].name] = per_type[k];
   }
 
   nlohmann::json provenance(const Model& m) const {
@@ -317,6 +306,7 @@ class Compression {
     if (options_.allocation == RankAllocation::Budget) {
       p["rank_rule"] = "budgeted: predicted loss = sensitivity x dropped whitened energy, greedy per parameter";
       p["sensitivity"] = sensitivity_;
+      p["min_rank_fraction"] = options_.min_rank_fraction;
     }
     p["dense_model"] = {{"source", dense_.source}, {"family", dense_.family}};
     if (calibration_) {
@@ -328,7 +318,10 @@ class Compression {
       if (store_) p["calibration"]["statistics_file"] = options_.stats_path;
       p["whitening_shifts"] = shifts_;
     }
-    if (options_.refit) p["refit"] = {{"target", "dense layer outputs on dense inputs"}, {"ridge", options_.ridge}};
+    if (options_.refit)
+      p["refit"] = {{"target", "dense layer outputs on dense inputs"},
+                    {"fit", "reduced-rank regression (matrices kept dense: least squares)"},
+                    {"ridge", options_.ridge}};
     for (int k = 0; k < kKindCount; ++k) {
       p["ranks"][kKinds[k].name] = ranks_[k];
       p["relative_loss"][kKinds[k].name] = losses_[k];
@@ -342,6 +335,7 @@ class Compression {
   const std::vector<int32_t>& ids_;
   const CompressOptions& options_;
   const int layers_;
+  const int threads_;
   int64_t fixed_params_ = 0, budget_ = 0;
   double matrix_keep_ = 0;
   Ranks ranks_;
@@ -376,8 +370,10 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
         "the least-squares re-fit needs sequential calibration (on the dense model's own rows it changes nothing)");
   check(options.ridge >= 0, "compress", "ridge must be non-negative, got ", options.ridge);
   check(options.probe_tokens > 0, "compress", "probe tokens must be positive, got ", options.probe_tokens);
-  // The SVDs run in OpenBLAS's LAPACK: give it the same threads as the calibration forwards.
-  openblas_set_num_threads(options.threads > 0 ? options.threads : omp_get_num_procs());
+  check(options.min_rank_fraction >= 0 && options.min_rank_fraction <= 1, "compress",
+        "the minimum rank fraction must be in [0, 1], got ", options.min_rank_fraction);
+  // BLAS outside the executors (statistics, re-fit systems) gets the calibration forwards' threads.
+  openblas_set_num_threads(thread_count(options));
 
   Compressed result = Compression(dense, calibration_ids, options).run();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

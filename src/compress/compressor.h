@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/sensitivity.h"
 #include "model/model.h"
 
 namespace fsvd {
@@ -31,13 +32,19 @@ struct CompressOptions {
   // dense model's. Dense statistics (and the statistics file) still serve
   // loss allocation's first pass.
   bool sequential = false;
-  // Sequential only: re-fit each second factor by least squares against the
-  // dense layer's outputs (compress/refit.h), with ridge α.
+  // Sequential only: fit every matrix (low-rank or kept dense) to the dense
+  // layer's outputs on the dense rows instead of to its own weight on the
+  // compressed rows (compress/refit.h), with ridge α on the statistics.
   bool refit = false;
   double ridge = 1e-3;
-  // Budget allocation: calibration tokens (the first of the slice) the
-  // sensitivity probes score, one window.
+  // Budget allocation: how sensitivities are probed (compress/sensitivity.h),
+  // and the calibration tokens (the first of the slice) the probes score, one window.
+  SensitivityProbes sensitivity = SensitivityProbes::PerMatrix;
   int probe_tokens = 256;
+  // Budget allocation: no matrix keeps less than this fraction of its uniform
+  // rank, where its sensitivity was probed (loss does not stay linear in the
+  // dropped energy far below it).
+  double min_rank_fraction = 0.5;
   int window = 0;   // calibration tokens per forward; 0: min(model context, 2048)
   int threads = 0;  // CPU threads, 0: all
   // Calibration statistics held at once: as many layers as fit (at least one);

@@ -12,18 +12,25 @@ namespace fsvd {
 
 class KlProbe {
  public:
-  // Runs `reference` (packed) once over `tokens` (one window from position 0)
-  // and keeps its log-probabilities: tokens × vocab floats.
+  // Runs `reference` (packed) once over `tokens` (one window from position 0),
+  // keeping its log-probabilities (tokens × vocab floats) and every layer's
+  // input rows (layers × tokens × hidden floats).
   KlProbe(const Model& reference, std::vector<int32_t> tokens, int threads);
-  // Mean KL(reference ‖ probe) per position, in nats; `probe` packed, same shape.
-  double kl(const Model& probe) const;
+  // Mean KL(reference ‖ probe) per position, in nats; `probe` packed, same
+  // shape. Its layers before `first_changed` must be the reference's: their
+  // outputs are taken from the reference run instead of computed again.
+  double kl(const Model& probe, int first_changed = 0) const;
   int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
 
  private:
-  std::vector<float> log_probs(const Model& m) const;
+  // Log-softmax of the logits of `rows` [tokens, hidden] run through layers
+  // [first, layers) of `m`; each layer's input rows appended to `inputs` when given.
+  std::vector<float> log_probs(const Model& m, int first, std::vector<float> rows,
+                               std::vector<std::vector<float>>* inputs) const;
 
   std::vector<int32_t> tokens_;
   int threads_;
+  std::vector<std::vector<float>> layer_inputs_;  // [layer] of the reference
   std::vector<float> reference_;
 };
 

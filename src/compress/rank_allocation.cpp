@@ -46,7 +46,8 @@ std::vector<int64_t> loss_guided_ranks(const std::vector<std::vector<double>>& s
 
 std::vector<int64_t> budgeted_ranks(const std::vector<MatrixSpectrum>& matrices, int64_t budget) {
   const int64_t count = static_cast<int64_t>(matrices.size());
-  std::vector<int64_t> ranks(count, 1);
+  auto break_even = [&](int64_t i) { return matrices[i].out * matrices[i].in / (matrices[i].out + matrices[i].in); };
+  std::vector<int64_t> ranks(count);
   std::vector<double> dropped(count, 0.0);  // Σ σ² beyond the current rank
   for (int64_t i = 0; i < count; ++i) {
     const MatrixSpectrum& m = matrices[i];
@@ -56,14 +57,17 @@ std::vector<int64_t> budgeted_ranks(const std::vector<MatrixSpectrum>& matrices,
     check(m.sensitivity >= 0, "budgeted_ranks", "matrix ", i, " has a negative sensitivity");
     check(m.out * m.in >= m.out + m.in, "budgeted_ranks", "matrix ", i, " [", m.out, ", ", m.in,
           "] is too small to factor");
-    for (size_t j = 1; j < m.singular_values.size(); ++j) dropped[i] += m.singular_values[j] * m.singular_values[j];
-    budget -= m.out + m.in;
+    check(m.min_rank >= 1 && m.min_rank <= break_even(i), "budgeted_ranks", "matrix ", i, " minimum rank ",
+          m.min_rank, " outside [1, ", break_even(i), "]");
+    ranks[i] = m.min_rank;
+    for (size_t j = m.min_rank; j < m.singular_values.size(); ++j)
+      dropped[i] += m.singular_values[j] * m.singular_values[j];
+    budget -= m.min_rank * (m.out + m.in);
   }
   check(budget >= 0, "budgeted_ranks", "the parameter budget cannot give each of the ", count,
-        " matrices rank 1 (", -budget, " parameters short)");
+        " matrices its minimum rank (", -budget, " parameters short)");
 
   // The next item of matrix i: (value per parameter, -i) on a max-heap, ties to the lower index; its cost apart.
-  auto break_even = [&](int64_t i) { return matrices[i].out * matrices[i].in / (matrices[i].out + matrices[i].in); };
   auto cost = [&](int64_t i) {
     const MatrixSpectrum& m = matrices[i];
     return ranks[i] < break_even(i) ? m.out + m.in : m.out * m.in - ranks[i] * (m.out + m.in);

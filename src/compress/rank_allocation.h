@@ -31,6 +31,7 @@ struct MatrixSpectrum {
   int64_t out = 0, in = 0;
   std::vector<double> singular_values;  // of W·L (whitened), descending, min(out, in) of them
   double sensitivity = 0;               // predicted loss per unit of squared whitened error, >= 0
+  int64_t min_rank = 1;                 // the least it keeps, in [1, int(out·in/(out+in))]
 };
 
 // A rank for every matrix under one parameter budget shared by all of them,
@@ -43,8 +44,9 @@ struct MatrixSpectrum {
 // matrix is at its break-even rank int(out·in/(out+in)), storing it dense (the
 // remaining parameters up to out·in). Values per parameter fall along each
 // matrix's directions, so the greedy choice is optimal up to the last item
-// that did not fit. Items of zero value are not taken. Throws Error when the
-// budget cannot give every matrix rank 1.
+// that did not fit. Items of zero value are not taken. Every matrix starts
+// at its min_rank (1 in the description above); throws Error when the budget
+// cannot pay for those.
 std::vector<int64_t> budgeted_ranks(const std::vector<MatrixSpectrum>& matrices, int64_t budget);
 
 }  // namespace fsvd

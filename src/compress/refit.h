@@ -1,13 +1,15 @@
 #pragma once
-// Least-squares re-fit of a truncated factorization's second factor against
-// the dense model (error compensation, after SVD-LLM's and GPTQ's sequential
-// updates, in closed form). A linear y = W·x of the compressed model reads
-// rows X' [n, in]; the dense model feeds the same tokens' rows X. With the
-// first factor A [r, in] kept, the second factor B [out, r] minimizing
-//   ||X·Wᵀ − X'·Aᵀ·Bᵀ||² + λ||B||²
-// solves (A·C·Aᵀ + λI)·Bᵀ = A·M·Wᵀ, C = X'ᵀX', M = X'ᵀX: an r×r system.
-// The target is the dense layer's output on the dense inputs, so B also
-// undoes part of the error the compressed layers upstream put into X'.
+// Error compensation against the dense model (after SVD-LLM's and GPTQ's
+// sequential updates, in closed form). A linear y = W·x of the compressed
+// model reads rows X' [n, in]; the dense model feeds the same tokens' rows X.
+// The weight M minimizing
+//   ||X·Wᵀ − X'·Mᵀ||² + λ||M||²
+// is M* = W·Xᵀ·X'·(C + λI)⁻¹ with C = X'ᵀX' (the normal equations). Among
+// rank-r weights the same objective is least at the SVD of M*·L truncated,
+// L·Lᵀ = C + λI (reduced-rank regression: the objective is its value at M*
+// plus ||(M* − M)·L||²), i.e. whitened_low_rank(M*, L, r). The target is the
+// dense layer's output on the dense inputs, so the fit also undoes part of
+// the error the compressed layers upstream put into X'.
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +19,7 @@
 namespace fsvd {
 
 // Running X'ᵀX [dim, dim] (row i: X' feature i) of two row sets of the same
-// tokens, accumulated in fp64 from fp32 products of at most one call's rows.
+// tokens, accumulated in fp64.
 class CrossGram {
  public:
   explicit CrossGram(int64_t dim);
@@ -30,13 +32,13 @@ class CrossGram {
   int64_t dim_;
   int64_t rows_ = 0;
   std::vector<double> values_;
-  std::vector<float> chunk_;
+  std::vector<double> compressed_, dense_;  // one chunk of each, converted
 };
 
-// The re-fitted second factor [out, rank] for `weight` W [out, in] and
-// `first` A [rank, in]. `ridge` α sets λ = α·tr(A·C·Aᵀ)/rank (scale-free).
-// Throws Error on mismatched shapes or a system that is not positive definite.
-Tensor refit_second(const Tensor& weight, const Tensor& first, const Gram& compressed, const CrossGram& cross,
-                    double ridge);
+// M* for `weight` W [out, in], given `white`: the Cholesky factor L of
+// C + λI (cholesky_whitening of the compressed rows' statistics, with the
+// ridge). Truncate it with whitened_low_rank(M*, white, r). Throws Error on
+// mismatched shapes.
+Tensor compensated_weight(const Tensor& weight, const Whitening& white, const CrossGram& cross);
 
 }  // namespace fsvd

@@ -66,18 +66,22 @@ void Gram::add(const float* rows, int64_t n) {
   rows_ += n;
 }
 
-Whitening cholesky_whitening(const Gram& gram) {
+Whitening cholesky_whitening(const Gram& gram, double ridge) {
+  check(ridge >= 0, "cholesky_whitening", "ridge must be non-negative, got ", ridge);
   const int64_t dim = gram.dim();
-  Whitening white{dim, gram.lower(), 0.0};
-  if (cholesky_in_place(white.lower, dim)) return white;
-
   double trace = 0;
   for (int64_t i = 0; i < dim; ++i) trace += gram.lower()[i * dim + i];
-  const double eps = 1e-6 * (trace > 0 ? trace / static_cast<double>(dim) : 1.0);
-  const double base = std::max(0.0, -smallest_eigenvalue(gram.lower(), dim));
+  const double mean_diagonal = trace > 0 ? trace / static_cast<double>(dim) : 1.0;
+  std::vector<double> regularized = gram.lower();
+  for (int64_t i = 0; i < dim; ++i) regularized[i * dim + i] += ridge * mean_diagonal;
+  Whitening white{dim, regularized, 0.0};
+  if (cholesky_in_place(white.lower, dim)) return white;
+
+  const double eps = 1e-6 * mean_diagonal;
+  const double base = std::max(0.0, -smallest_eigenvalue(regularized, dim));
   for (int attempt = 0; attempt < 4; ++attempt) {
     white.shift = base + eps * std::pow(10.0, attempt);
-    white.lower = gram.lower();
+    white.lower = regularized;
     for (int64_t i = 0; i < dim; ++i) white.lower[i * dim + i] += white.shift;
     if (cholesky_in_place(white.lower, dim)) return white;
   }

@@ -39,11 +39,12 @@ struct Whitening {
   static Whitening identity(int64_t dim) { return {dim, {}, 0}; }
 };
 
-// Cholesky factor of XᵀX. When XᵀX is not positive definite (an input
-// direction the calibration never excites, or rounding), its diagonal is
-// shifted by max(0, -λmin) + ε, ε = 1e-6 × the mean diagonal, and the
-// factorization retried with ε ×10 a few times; throws Error if it still fails.
-Whitening cholesky_whitening(const Gram& gram);
+// Cholesky factor of XᵀX + λI, λ = ridge × the mean diagonal (0: none). When
+// that is not positive definite (an input direction the calibration never
+// excites, or rounding), its diagonal is shifted further by max(0, -λmin) + ε,
+// ε = 1e-6 × the mean diagonal, and the factorization retried with ε ×10 a few
+// times; throws Error if it still fails. `shift` holds what was added beyond λ.
+Whitening cholesky_whitening(const Gram& gram, double ridge = 0);
 
 // Singular values of W·L, descending. `weight` is W [out, in] (fp32).
 std::vector<double> whitened_singular_values(const Tensor& weight, const Whitening& white);

@@ -15,6 +15,7 @@
 #include "families/load.h"
 #include "testing/cli_run.h"
 #include "testing/data_paths.h"
+#include "testing/files.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace fsvd {
@@ -70,9 +71,12 @@ int most_repeated_4gram(const std::vector<int32_t>& ids) {
   return most;
 }
 
-// Disabled until it has been run to completion once: it recompresses the
-// default model (over 20 minutes on the shared 2-core VM, unfinished in
-// session 15) and its 2x bound has not been measured (issue 22). Run it with
+// Disabled: run to completion once with the demo's settings (2026-12-02, the
+// shared 2-core VM under load: 54 minutes wall, 21 CPU minutes, nearly all of
+// it the compression, too long for CI). The perplexity bound held (2.48
+// against 2 x 1.89) but one 4-gram occurred three times ("The first rule is
+// to avoid ... The second rule is to avoid ... The third rule is to avoid"),
+// above the bound of two. Run it with
 // --gtest_also_run_disabled_tests --gtest_filter='*DemoContinuation*'.
 TEST(DemoContinuation, DISABLED_CompressedAnswerIsCloseToTheDenseOneAndDoesNotLoop) {
   const std::string gguf = testing::smollm2_gguf();
@@ -80,13 +84,17 @@ TEST(DemoContinuation, DISABLED_CompressedAnswerIsCloseToTheDenseOneAndDoesNotLo
   const auto settings = demo_settings();
   ASSERT_EQ(settings.size(), 4u) << "scripts/demo_settings.sh";
   const fs::path out = fs::temp_directory_path() / "flashsvd_demo_continuation_test";
+  fs::create_directories(out);
+  const fs::path calibration = out / "calibration.txt";  // as scripts/demo.sh joins them
+  std::ofstream(calibration) << test::read_file((kRepo / "scripts/demo_text/calibration.txt").string())
+                             << test::read_file((kRepo / "scripts/demo_text/samples.txt").string());
   const testing::CliResult c = testing::run_cli(
       "compress -m " + gguf + " --ratio " + settings.at("demo_keep") + " " + settings.at("demo_compress_flags") +
-      " --calib " + (kRepo / "scripts/demo_text/calibration.txt").string() + " --dtype bf16 --force -o " + out.string());
+      " --calib " + calibration.string() + " --dtype bf16 --force -o " + (out / "model").string());
   ASSERT_EQ(c.exit_code, 0) << c.err;
 
   const Model dense = load_model(gguf);
-  const Model compressed = load_model(out.string());
+  const Model compressed = load_model((out / "model").string());
   const auto tok = load_tokenizer(gguf, "");
   const std::vector<int32_t> prompt = tok->encode(settings.at("demo_prompt"), tok->adds_bos());
   const int n = std::stoi(settings.at("demo_tokens"));

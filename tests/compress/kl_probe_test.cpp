@@ -37,9 +37,23 @@ TEST(KlProbe, IsZeroForTheReferenceAndGrowsWithTheDamage) {
   EXPECT_GT(large, small);
 }
 
+TEST(KlProbe, StartingAtTheFirstChangedLayerGivesTheWholeForwardsKl) {
+  const Model dense = model(3);
+  const KlProbe probe(dense, {4, 8, 15, 16, 23, 31}, 1);
+  Model m = dense;
+  m.layers[1].up = model(9).layers[1].up;  // layer 0 stays the reference's
+  m.pack_layer(1);
+  const double whole = probe.kl(m);
+  EXPECT_GT(whole, 1e-4);
+  EXPECT_NEAR(probe.kl(m, 1), whole, 1e-9 * whole);
+  EXPECT_THROW(probe.kl(m, 2), Error);
+  EXPECT_THROW(probe.kl(m, -1), Error);
+}
+
 TEST(KlProbe, RejectsEmptyProbesAndOtherVocabularies) {
   const Model dense = model(3);
   EXPECT_THROW(KlProbe(dense, {}, 1), Error);
+  EXPECT_THROW(KlProbe(dense, {1, 32}, 1), Error);  // outside the vocabulary
   testing::RandomModelSpec spec;
   spec.config = testing::small_config(16, 20, 2, 4, 2, 6, 40);
   const KlProbe probe(dense, {1, 2, 3}, 1);

@@ -172,6 +172,18 @@ TEST(BudgetedRanks, InsensitiveMatricesGiveWayAndSensitiveOnesStayDense) {
   EXPECT_EQ(ranks[1], -1);  // 40 parameters dense
 }
 
+TEST(BudgetedRanks, NoMatrixGoesBelowItsMinimumRank) {
+  std::vector<MatrixSpectrum> m = random_matrices(5);
+  m[0].sensitivity = 0;  // would give way down to rank 1
+  m[0].min_rank = 2;
+  const std::vector<int64_t> ranks = budgeted_ranks(m, 60);
+  EXPECT_EQ(ranks[0], 2);
+  EXPECT_LE(loss_and_params(m, ranks).second, 60);
+  // Minimum ranks are paid first: 2·12 + 13 + 13 = 50.
+  EXPECT_THROW(budgeted_ranks(m, 49), Error);
+  EXPECT_NO_THROW(budgeted_ranks(m, 50));
+}
+
 TEST(BudgetedRanks, RejectsBudgetsAndSpectraItCannotUse) {
   const std::vector<MatrixSpectrum> m = random_matrices(4);
   EXPECT_THROW(budgeted_ranks(m, 12 + 13 + 12), Error);  // rank 1 everywhere needs 38
@@ -181,6 +193,11 @@ TEST(BudgetedRanks, RejectsBudgetsAndSpectraItCannotUse) {
   EXPECT_THROW(budgeted_ranks(bad, 100), Error);
   bad = m;
   bad[0].sensitivity = -1;
+  EXPECT_THROW(budgeted_ranks(bad, 100), Error);
+  bad = m;
+  bad[0].min_rank = 4;  // beyond the break-even rank 3 of a 6x6 matrix
+  EXPECT_THROW(budgeted_ranks(bad, 100), Error);
+  bad[0].min_rank = 0;
   EXPECT_THROW(budgeted_ranks(bad, 100), Error);
 }
 

@@ -41,94 +41,113 @@ std::vector<float> distorted(const std::vector<float>& x, int64_t n, uint64_t se
 
 Tensor weight() { return Tensor({kOut, kIn}, testing::random_normal(kOut * kIn, 7, 0.2f)); }
 
+// Rows [from, to) of X·Wᵀ [n, kOut] or of X·Aᵀ [n, rank] (any row-major weight).
+std::vector<double> times_transposed(const std::vector<float>& x, int64_t from, int64_t to, const Tensor& w) {
+  const int64_t out = w.dim(0);
+  std::vector<double> y((to - from) * out, 0.0);
+  for (int64_t r = from; r < to; ++r)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < kIn; ++i) y[(r - from) * out + o] += double(x[r * kIn + i]) * w.data()[o * kIn + i];
+  return y;
+}
+
 // ||X·Wᵀ − X'·Aᵀ·Bᵀ||_F over rows [from, to).
 double output_error(const std::vector<float>& x, const std::vector<float>& xc, int64_t from, int64_t to,
                     const Tensor& w, const Tensor& first, const Tensor& second) {
+  const std::vector<double> target = times_transposed(x, from, to, w), z = times_transposed(xc, from, to, first);
+  const int64_t rank = first.dim(0);
   double sum = 0;
-  for (int64_t r = from; r < to; ++r) {
-    std::vector<double> z(kRank, 0.0);
-    for (int64_t k = 0; k < kRank; ++k)
-      for (int64_t i = 0; i < kIn; ++i) z[k] += double(xc[r * kIn + i]) * first.data()[k * kIn + i];
+  for (int64_t r = 0; r < to - from; ++r)
     for (int64_t o = 0; o < kOut; ++o) {
-      double d = 0;
-      for (int64_t i = 0; i < kIn; ++i) d += double(x[r * kIn + i]) * w.data()[o * kIn + i];
-      for (int64_t k = 0; k < kRank; ++k) d -= z[k] * second.data()[o * kRank + k];
+      double d = target[r * kOut + o];
+      for (int64_t k = 0; k < rank; ++k) d -= z[r * rank + k] * second.data()[o * rank + k];
       sum += d * d;
     }
-  }
   return std::sqrt(sum);
 }
 
 struct Fit {
   Gram compressed{kIn};
   CrossGram cross{kIn};
-  LowRank svd;
 };
 
-// Statistics of rows [0, n) and the whitened truncation on the compressed rows.
-Fit fit(const std::vector<float>& x, const std::vector<float>& xc, int64_t n, const Tensor& w) {
+// Statistics of rows [0, n).
+Fit fit(const std::vector<float>& x, const std::vector<float>& xc, int64_t n) {
   Fit f;
   // Two uneven pieces: accumulation must not depend on how rows arrive.
   f.compressed.add(xc.data(), n / 3);
   f.compressed.add(xc.data() + (n / 3) * kIn, n - n / 3);
   f.cross.add(xc.data(), x.data(), n / 3);
   f.cross.add(xc.data() + (n / 3) * kIn, x.data() + (n / 3) * kIn, n - n / 3);
-  f.svd = whitened_low_rank(w, cholesky_whitening(f.compressed), kRank);
   return f;
 }
 
-TEST(Refit, IsTheWhitenedSvdWithoutUpstreamError) {
+TEST(Refit, IsTheDenseWeightWithoutUpstreamError) {
   const int64_t n = 400;
   const std::vector<float> x = activations(n, 1);
   const Tensor w = weight();
-  const Fit f = fit(x, x, n, w);
-  const Tensor second = refit_second(w, f.svd.first, f.compressed, f.cross, 0.0);
-  // The truncated whitened SVD's second factor is already least squares for its first factor on X.
-  for (int64_t i = 0; i < second.numel(); ++i) EXPECT_NEAR(second.data()[i], f.svd.second.data()[i], 2e-4);
+  const Fit f = fit(x, x, n);
+  const Tensor m = compensated_weight(w, cholesky_whitening(f.compressed), f.cross);
+  for (int64_t i = 0; i < w.numel(); ++i) EXPECT_NEAR(m.data()[i], w.data()[i], 1e-4);
 }
 
 TEST(Refit, MatchesExplicitLeastSquares) {
   const int64_t n = 300;
   const std::vector<float> x = activations(n, 2), xc = distorted(x, n, 3);
   const Tensor w = weight();
-  const Fit f = fit(x, xc, n, w);
-  const Tensor second = refit_second(w, f.svd.first, f.compressed, f.cross, 0.0);
-  // dgels on Z = X'·Aᵀ [n, r] against T = X·Wᵀ [n, out].
-  std::vector<double> z(n * kRank, 0.0), t(n * kOut, 0.0);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t k = 0; k < kRank; ++k)
-      for (int64_t i = 0; i < kIn; ++i) z[r * kRank + k] += double(xc[r * kIn + i]) * f.svd.first.data()[k * kIn + i];
-    for (int64_t o = 0; o < kOut; ++o)
-      for (int64_t i = 0; i < kIn; ++i) t[r * kOut + o] += double(x[r * kIn + i]) * w.data()[o * kIn + i];
-  }
-  ASSERT_EQ(LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', n, kRank, kOut, z.data(), kRank, t.data(), kOut), 0);
+  const Fit f = fit(x, xc, n);
+  const Tensor m = compensated_weight(w, cholesky_whitening(f.compressed), f.cross);
+  // dgels on X' [n, in] against T = X·Wᵀ [n, out].
+  std::vector<double> design(xc.begin(), xc.begin() + n * kIn), t = times_transposed(x, 0, n, w);
+  ASSERT_EQ(LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', n, kIn, kOut, design.data(), kIn, t.data(), kOut), 0);
   for (int64_t o = 0; o < kOut; ++o)
-    for (int64_t k = 0; k < kRank; ++k)
-      EXPECT_NEAR(second.data()[o * kRank + k], t[k * kOut + o], 1e-3 * (1 + std::abs(t[k * kOut + o])));
+    for (int64_t i = 0; i < kIn; ++i)
+      EXPECT_NEAR(m.data()[o * kIn + i], t[i * kOut + o], 1e-3 * (1 + std::abs(t[i * kOut + o])));
+}
+
+// The rank-r truncation of M* is the best rank-r fit on the fitted rows: it
+// beats the whitened SVD of W on X' and the least-squares second factor for
+// that SVD's first factor (what the re-fit used to be).
+TEST(Refit, TruncationIsTheBestRankRFitOnTheFittedRows) {
+  const int64_t n = 500;
+  const std::vector<float> x = activations(n, 8), xc = distorted(x, n, 9);
+  const Tensor w = weight();
+  const Fit f = fit(x, xc, n);
+  const Whitening white = cholesky_whitening(f.compressed);
+  const LowRank svd = whitened_low_rank(w, white, kRank);
+  const LowRank rrr = whitened_low_rank(compensated_weight(w, white, f.cross), white, kRank);
+  // Least-squares B for the SVD's A: dgels on Z = X'·Aᵀ against X·Wᵀ.
+  std::vector<double> z = times_transposed(xc, 0, n, svd.first), t = times_transposed(x, 0, n, w);
+  ASSERT_EQ(LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', n, kRank, kOut, z.data(), kRank, t.data(), kOut), 0);
+  Tensor second({kOut, kRank});
+  for (int64_t o = 0; o < kOut; ++o)
+    for (int64_t k = 0; k < kRank; ++k) second.data()[o * kRank + k] = static_cast<float>(t[k * kOut + o]);
+  const double best = output_error(x, xc, 0, n, w, rrr.first, rrr.second);
+  EXPECT_LT(best, output_error(x, xc, 0, n, w, svd.first, second));
+  EXPECT_LT(best, output_error(x, xc, 0, n, w, svd.first, svd.second));
 }
 
 TEST(Refit, ReducesTheLayersOutputErrorOnHeldOutRows) {
   const int64_t n = 1000, fitted = 900;  // 90% to fit, 10% held out
   const std::vector<float> x = activations(n, 4), xc = distorted(x, n, 5);
   const Tensor w = weight();
-  const Fit f = fit(x, xc, fitted, w);
-  const Tensor second = refit_second(w, f.svd.first, f.compressed, f.cross, 1e-3);
-  const double before = output_error(x, xc, fitted, n, w, f.svd.first, f.svd.second);
-  const double after = output_error(x, xc, fitted, n, w, f.svd.first, second);
+  const Fit f = fit(x, xc, fitted);
+  const Whitening white = cholesky_whitening(f.compressed, 1e-3);
+  const LowRank svd = whitened_low_rank(w, white, kRank);
+  const LowRank rrr = whitened_low_rank(compensated_weight(w, white, f.cross), white, kRank);
+  const double before = output_error(x, xc, fitted, n, w, svd.first, svd.second);
+  const double after = output_error(x, xc, fitted, n, w, rrr.first, rrr.second);
   std::printf("held-out output error: whitened SVD %.4f, re-fit %.4f\n", before, after);
   EXPECT_LT(after, 0.9 * before);
 }
 
 TEST(Refit, RejectsMismatchedShapes) {
   const Tensor w = weight();
-  Gram c(kIn);
-  CrossGram m(kIn + 1);
-  EXPECT_THROW(refit_second(w, Tensor({kRank, kIn}), c, m, 0.0), Error);
-  EXPECT_THROW(refit_second(w, Tensor({kRank, kIn + 1}), c, CrossGram(kIn), 0.0), Error);
-  EXPECT_THROW(refit_second(w, Tensor({kRank, kIn}), c, CrossGram(kIn), -1.0), Error);
-  // No statistics: A·C·Aᵀ = 0 is not positive definite.
-  EXPECT_THROW(refit_second(w, Tensor({kRank, kIn}, std::vector<float>(kRank * kIn, 1.0f)), c, CrossGram(kIn), 0.0),
-               Error);
+  const Fit f = fit(activations(50, 6), activations(50, 6), 50);
+  const Whitening white = cholesky_whitening(f.compressed);
+  EXPECT_THROW(compensated_weight(w, white, CrossGram(kIn + 1)), Error);
+  EXPECT_THROW(compensated_weight(Tensor({kOut, kIn + 1}), white, f.cross), Error);
+  EXPECT_THROW(compensated_weight(w, Whitening::identity(kIn), f.cross), Error);
 }
 
 }  // namespace

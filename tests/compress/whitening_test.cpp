@@ -192,6 +192,23 @@ TEST(Whitening, RankDeficientStatisticsFallBackToAnEigenvalueShift) {
   EXPECT_GT(got, 0.99 * bound);
 }
 
+TEST(Whitening, RidgeIsAddedToTheDiagonalBeforeTheFactorization) {
+  const int64_t n = 40, in = 7;
+  const Gram g = gram_of(correlated_rows(n, in, 17), n, in);
+  double mean_diag = 0;
+  for (int64_t i = 0; i < in; ++i) mean_diag += g.lower()[i * in + i] / in;
+  const Whitening white = cholesky_whitening(g, 0.1);
+  EXPECT_EQ(white.shift, 0.0);
+  for (int64_t i = 0; i < in; ++i)
+    for (int64_t j = 0; j <= i; ++j) {
+      double llt = 0;
+      for (int64_t t = 0; t <= j; ++t) llt += white.lower[i * in + t] * white.lower[j * in + t];
+      const double want = g.lower()[i * in + j] + (i == j ? 0.1 * mean_diag : 0.0);
+      EXPECT_NEAR(llt, want, 1e-9 * mean_diag) << i << "," << j;
+    }
+  EXPECT_THROW(cholesky_whitening(g, -0.1), Error);
+}
+
 TEST(Whitening, RejectsMismatchedShapesAndRanks) {
   const Tensor w = random_weight(4, 6, 16);
   EXPECT_THROW(whitened_low_rank(w, Whitening::identity(5), 2), Error);

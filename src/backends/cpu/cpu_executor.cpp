@@ -110,6 +110,15 @@ void CpuExecutor::forward_layer(float* hidden, int64_t n, int index, const Layer
   std::memcpy(hidden, x_.data(), sizeof(float) * n * c.hidden);
 }
 
+void CpuExecutor::logits_of(const float* hidden, int64_t n, std::vector<float>& logits) {
+  const ModelConfig& c = model_.config;
+  check(n > 0 && n <= context_, "CpuExecutor::logits_of", n, " rows for a context of ", context_);
+  size_buffers(n);
+  cpu::rmsnorm(hidden, model_.final_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
+  logits.resize(n * c.vocab);
+  cpu::apply_linear(model_.lm_head, xn_.data(), n, logits.data(), c.vocab, false, scratch_);
+}
+
 void CpuExecutor::attend(int index, std::span<const SeqSlice> batch, int64_t n) {
   const ModelConfig& c = model_.config;
   const Layer& l = model_.layers[index];

@@ -43,6 +43,9 @@ class CpuExecutor : public Executor {
   // of one sequence from position 0 (no embedding, final norm or lm_head). Lets
   // compression run a model layer by layer and stage by stage.
   void forward_layer(float* hidden, int64_t n, int index, const LayerRun& run);
+  // The final norm and lm_head of `n` residual rows [n, hidden] (what
+  // forward_layer left after the last layer): logits [n, vocab].
+  void logits_of(const float* hidden, int64_t n, std::vector<float>& logits);
 
  private:
   // The step's token rows are the slices' tokens one after another; slice i

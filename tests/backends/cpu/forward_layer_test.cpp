@@ -1,5 +1,6 @@
 // CpuExecutor::forward_layer: one layer at a time over residual rows, stopping
-// at an input or resuming after a cached attention output, is the forward pass.
+// at an input or resuming after a cached attention output, then logits_of, is
+// the forward pass.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -7,7 +8,6 @@
 #include <vector>
 
 #include "backends/cpu/cpu_executor.h"
-#include "backends/cpu/ops.h"
 #include "core/error.h"
 #include "testing/random_model.h"
 
@@ -61,15 +61,9 @@ TEST(ForwardLayer, LayerByLayerAndStageByStageIsTheForwardPass) {
   }
 
   // The final hidden rows give the forward pass's logits.
-  std::vector<float> normed(n * hidden);
-  cpu::rmsnorm(x.data(), m.final_norm.data(), n, hidden, m.config.rms_eps, normed.data());
-  const int64_t vocab = m.config.vocab;
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t v = 0; v < vocab; ++v) {
-      double dot = 0;
-      for (int64_t h = 0; h < hidden; ++h) dot += double(normed[r * hidden + h]) * m.lm_head.first.data()[v * hidden + h];
-      EXPECT_NEAR(logits[r * vocab + v], dot, 1e-4);
-    }
+  std::vector<float> layered_logits;
+  layered.logits_of(x.data(), n, layered_logits);
+  EXPECT_EQ(layered_logits, logits);
 }
 
 TEST(ForwardLayer, RejectsLayersAndRowCountsOutOfRange) {
@@ -80,6 +74,9 @@ TEST(ForwardLayer, RejectsLayersAndRowCountsOutOfRange) {
   EXPECT_THROW(ex.forward_layer(x.data(), 4, -1, {}), Error);
   EXPECT_THROW(ex.forward_layer(x.data(), 9, 0, {}), Error);  // beyond the context of 8
   EXPECT_THROW(ex.forward_layer(x.data(), 0, 0, {}), Error);
+  std::vector<float> logits;
+  EXPECT_THROW(ex.logits_of(x.data(), 9, logits), Error);
+  EXPECT_THROW(ex.logits_of(x.data(), 0, logits), Error);
 }
 
 }  // namespace
