@@ -3,6 +3,7 @@
 // each linear input's XᵀX is accumulated. Every layer sees the dense model's
 // own activations (SVD-LLM's protocol), not those of already-compressed layers.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,20 @@ int64_t linear_input_dim(const ModelConfig& config, LinearInput input);
 
 // XᵀX of one layer's linear inputs, indexed by LinearInput.
 using LayerGrams = std::vector<Gram>;
+
+// Width of each linear input's rows, for one model.
+using LinearInputDim = std::function<int64_t(LinearInput)>;
+
+// The Grams of layers [first, last) of a `what` ("model", "encoder") of
+// `layers` layers: `set_observer` installs the hook that feeds them, `forward`
+// runs the calibration text once, then the hook is removed. What the decoder
+// and encoder calibrations share.
+std::vector<LayerGrams> observe_layer_grams(int first, int last, int layers, const char* what,
+                                            const LinearInputDim& dim,
+                                            const std::function<void(LinearInputObserver)>& set_observer,
+                                            const std::function<void()>& forward);
+// Bytes observe_layer_grams holds per layer.
+int64_t layer_gram_bytes(const LinearInputDim& dim);
 
 class Calibration {
  public:

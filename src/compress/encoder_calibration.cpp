@@ -6,11 +6,6 @@
 #include "core/error.h"
 
 namespace fsvd {
-namespace {
-
-constexpr LinearInput kInputs[] = {LinearInput::Qkv, LinearInput::O, LinearInput::GateUp, LinearInput::Down};
-
-}  // namespace
 
 std::vector<EncoderInput> encoder_calibration_inputs(const WordPieceTokenizer& tokenizer, const std::string& text,
                                                      int64_t count, int max_tokens, const std::string& where) {
@@ -56,30 +51,21 @@ EncoderCalibration::EncoderCalibration(const EncoderModel& dense, std::vector<En
 }
 
 int64_t EncoderCalibration::bytes_per_layer() const {
-  int64_t total = 0;
-  for (LinearInput input : kInputs) {
-    const int64_t dim = encoder_input_dim(dense_.config, input);
-    total += dim * dim * static_cast<int64_t>(sizeof(double));
-  }
-  return total;
+  return layer_gram_bytes([&](LinearInput input) { return encoder_input_dim(dense_.config, input); });
 }
 
 std::vector<LayerGrams> EncoderCalibration::layer_grams(int first, int last) {
-  check(0 <= first && first < last && last <= dense_.config.n_layers, "calibration", "layer range [", first, ", ",
-        last, ") outside the encoder's ", dense_.config.n_layers, " layers");
-  std::vector<LayerGrams> grams(last - first);
-  for (LayerGrams& g : grams)
-    for (LinearInput input : kInputs) g.emplace_back(encoder_input_dim(dense_.config, input));
-  encoder_.set_observer([&](int layer, LinearInput input, const float* rows, int64_t n, int64_t) {
-    if (layer >= first && layer < last) grams[layer - first][static_cast<int>(input)].add(rows, n);
-  });
   std::vector<float> states;
   std::vector<int64_t> offsets;
   const std::span<const EncoderInput> all(inputs_);
-  for (size_t b = 0; b + 1 < batches_.size(); ++b)
-    encoder_.forward(all.subspan(batches_[b], batches_[b + 1] - batches_[b]), states, offsets);
-  encoder_.set_observer(nullptr);
-  return grams;
+  return observe_layer_grams(
+      first, last, dense_.config.n_layers, "encoder",
+      [&](LinearInput input) { return encoder_input_dim(dense_.config, input); },
+      [&](LinearInputObserver o) { encoder_.set_observer(std::move(o)); },
+      [&] {
+        for (size_t b = 0; b + 1 < batches_.size(); ++b)
+          encoder_.forward(all.subspan(batches_[b], batches_[b + 1] - batches_[b]), states, offsets);
+      });
 }
 
 }  // namespace fsvd
