@@ -2,13 +2,18 @@
 // of model.safetensors + flashsvd.json + the tokenizer), which loads fastest.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
 #include "apps/model_flags.h"
 #include "apps/output_dir.h"
 #include "apps/store_tokenizer.h"
 #include "core/error.h"
+#include "families/encoder_family.h"
+#include "families/encoder_writer.h"
 #include "families/load.h"
 #include "families/native_family.h"
 #include "model/summary.h"
@@ -45,6 +50,25 @@ Model source_model(const std::string& in, const ModelFlags& mf, const SyntheticF
   return make_synthetic_model(sf.spec());
 }
 
+// An encoder directory is written back as one (save_encoder), its matrices
+// stored as --dtype; a compressed encoder keeps its compression record.
+void convert_encoder(const std::string& in, const ConvertFlags& f) {
+  check(f.tokenizer.empty(), "--tokenizer", "does not apply to encoders (they carry their vocabulary)");
+  std::fprintf(stderr, "loading %s\n", in.c_str());
+  const EncoderModel model = load_encoder(in);
+  nlohmann::json provenance;
+  const fs::path record = fs::path(in) / kEncoderProvenanceFile;
+  if (fs::exists(record)) {
+    std::ifstream file(record);
+    provenance = nlohmann::json::parse(file, nullptr, false);
+    check(!provenance.is_discarded(), record.string(), "is not valid JSON");
+  }
+  const DType dtype = parse_dtype(f.dtype);
+  save_encoder(model, in, f.out, provenance, dtype);
+  std::fprintf(stderr, "wrote %s: %s encoder, %lld parameters, matrices as %s\n", f.out.c_str(),
+               model.config.arch.c_str(), static_cast<long long>(model.unique_params()), dtype_name(dtype).c_str());
+}
+
 void run(ModelFlags mf, const SyntheticFlags& sf, const ConvertFlags& f) {
   check(f.input.empty() || mf.model.empty() || f.input == mf.model, "convert",
         "give the input once: as the positional argument or as -m");
@@ -53,6 +77,7 @@ void run(ModelFlags mf, const SyntheticFlags& sf, const ConvertFlags& f) {
   check(!synthetic || mf.model.empty(), "--synthetic", "give either --synthetic or a model to convert, not both");
   const std::string in = synthetic ? "" : resolve_model_path(mf);
   check_output_dir(in, f.out, f.force);
+  if (!synthetic && mf.family.empty() && encoder_mismatch(in).empty()) return convert_encoder(in, f);
 
   const Model model = source_model(in, mf, sf);
   NativeSaveOptions options;
@@ -90,7 +115,9 @@ void run(ModelFlags mf, const SyntheticFlags& sf, const ConvertFlags& f) {
 
 void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "convert", "Write a model in flashsvd's native format (safetensors + flashsvd.json), the fastest to load");
+      "convert",
+      "Write a model in flashsvd's native format (safetensors + flashsvd.json), the fastest to load; an encoder "
+      "directory is written back as an encoder directory (its matrices as --dtype)");
   auto mf = add_model_flags(*cmd, ModelUse::load);
   auto f = std::make_shared<ConvertFlags>();
   cmd->add_option("input", f->input, "Model file or directory to convert (or -m)");

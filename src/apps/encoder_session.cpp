@@ -1,6 +1,7 @@
 #include "apps/encoder_session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -32,12 +33,17 @@ std::vector<std::string> read_input_lines(const std::string& path) {
 }
 
 void for_each_batch(int64_t count, int batch, const char* verb, const std::function<void(int64_t, int64_t)>& run) {
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t begin = 0; begin < count; begin += batch) {
     const int64_t end = std::min<int64_t>(count, begin + batch);
     run(begin, end);
     if (count > 1) std::fprintf(stderr, "\r%s %lld/%lld", verb, static_cast<long long>(end), static_cast<long long>(count));
   }
-  if (count > 1) std::fprintf(stderr, "\n");
+  if (count > 1) {
+    // Tokenization included: what a user's file of inputs takes.
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, " in %.3f s (%.0f inputs/s)\n", s, static_cast<double>(count) / s);
+  }
 }
 
 }  // namespace fsvd

@@ -23,7 +23,8 @@ EncoderSession open_encoder(const std::string& path);
 std::vector<std::string> read_input_lines(const std::string& path);
 
 // Calls run(begin, end) for consecutive batches of `batch` out of `count`
-// inputs, reporting "<verb> i/count" on stderr when there is more than one.
+// inputs, reporting "<verb> i/count" on stderr when there is more than one,
+// then the time they took and inputs per second.
 void for_each_batch(int64_t count, int batch, const char* verb, const std::function<void(int64_t, int64_t)>& run);
 
 }  // namespace fsvd

@@ -41,14 +41,16 @@ void copy_side_files(const fs::path& from, const fs::path& to) {
 
 class Entries {
  public:
+  explicit Entries(DType matrices) : matrices_(matrices) {}
   void add(const std::string& name, const Tensor& t) { list_.push_back({name, t, DType::F32}); }
+  void matrix(const std::string& name, const Tensor& t) { list_.push_back({name, t, matrices_}); }
   void linear(const std::string& module, const Linear& l) {
     if (l.low_rank()) {
-      add(factor_first_name(module), l.first);
-      add(factor_second_name(module), l.second);
+      matrix(factor_first_name(module), l.first);
+      matrix(factor_second_name(module), l.second);
       add(factor_bias_name(module), l.bias);
     } else {
-      add(module + ".weight", l.first);
+      matrix(module + ".weight", l.first);
       add(module + ".bias", l.bias);
     }
   }
@@ -59,13 +61,14 @@ class Entries {
   const std::vector<SafetensorsEntry>& list() const { return list_; }
 
  private:
+  DType matrices_;
   std::vector<SafetensorsEntry> list_;
 };
 
 }  // namespace
 
 void save_encoder(const EncoderModel& m, const std::string& source_dir, const std::string& out,
-                  const nlohmann::json& provenance) {
+                  const nlohmann::json& provenance, DType matrices) {
   m.validate();
   const SentenceTransformerSettings st = read_sentence_transformers(source_dir);
   const fs::path model_dir = fs::path(out) / fs::relative(st.model_dir, source_dir);
@@ -80,10 +83,10 @@ void save_encoder(const EncoderModel& m, const std::string& source_dir, const st
 
   // Task models keep their weights under the model_type's name, as transformers writes them.
   const std::string p = m.classifier.empty() ? "" : m.config.arch + ".";
-  Entries e;
-  e.add(p + "embeddings.word_embeddings.weight", m.word_embed);
-  e.add(p + "embeddings.position_embeddings.weight", m.position_embed);
-  if (m.config.type_vocab > 0) e.add(p + "embeddings.token_type_embeddings.weight", m.type_embed);
+  Entries e(matrices);
+  e.matrix(p + "embeddings.word_embeddings.weight", m.word_embed);
+  e.matrix(p + "embeddings.position_embeddings.weight", m.position_embed);
+  if (m.config.type_vocab > 0) e.matrix(p + "embeddings.token_type_embeddings.weight", m.type_embed);
   e.norm(p + "embeddings.LayerNorm", m.embed_norm);
   const EncoderLayerNames& n = encoder_layer_names(m.config.arch);
   for (size_t i = 0; i < m.layers.size(); ++i) {

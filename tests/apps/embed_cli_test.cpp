@@ -76,7 +76,8 @@ TEST_F(EmbedMiniLm, JsonAndNpyOutputs) {
   std::ofstream(input) << "A man is playing a guitar.\nSomeone plays music.\n\nThe stock market fell.\n";
   const testing::CliResult j = run_cli("embed -t 1 --batch 3 -m " + dir_ + " --input " + input + " --json");
   ASSERT_EQ(j.exit_code, 0) << j.err;
-  EXPECT_NE(j.err.find("embedded 4/4"), std::string::npos) << j.err;
+  EXPECT_NE(j.err.find("embedded 4/4 in "), std::string::npos) << j.err;
+  EXPECT_NE(j.err.find(" inputs/s)"), std::string::npos) << j.err;
   const nlohmann::json out = nlohmann::json::parse(j.out);
   EXPECT_EQ(out["dim"], 384);
   ASSERT_EQ(out["embeddings"].size(), 4u);

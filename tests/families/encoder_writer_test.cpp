@@ -127,6 +127,36 @@ TEST_F(EncoderWriter, BertAndDistilBertClassifiers) {
   }
 }
 
+// Matrices as bf16 (`convert --dtype bf16`): the linears' factors and the
+// embedding tables load back rounded to bf16, biases and LayerNorms exact.
+TEST_F(EncoderWriter, MatricesInBf16) {
+  const EncoderModel dense = testing::random_encoder(testing::small_encoder_config(), 4);
+  src_.write("config.json", testing::bert_config_json(dense.config).dump());
+  src_.write("model.safetensors", test::build_safetensors(testing::encoder_hf_tensors(dense, "")));
+  const EncoderModel m = factored(load_encoder(src_.path()));
+  save_encoder(m, src_.path(), out_.path(), json::object(), DType::BF16);
+  const EncoderModel back = load_encoder(out_.path());
+  auto expect_rounded = [](const Tensor& got, const Tensor& want) {
+    ASSERT_EQ(got.shape(), want.shape());
+    int64_t changed = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      ASSERT_EQ(got.data()[i], bf16_to_f32(f32_to_bf16(want.data()[i])));
+      changed += got.data()[i] != want.data()[i];
+    }
+    EXPECT_GT(changed, 0);  // the random values are not all bf16-exact: the rounding happened
+  };
+  expect_rounded(back.word_embed, m.word_embed);
+  expect_rounded(back.position_embed, m.position_embed);
+  expect_rounded(back.layers[0].q.first, m.layers[0].q.first);
+  expect_rounded(back.layers[0].q.second, m.layers[0].q.second);
+  expect_rounded(back.layers[1].up.first, m.layers[1].up.first);
+  expect_equal(back.layers[0].q.bias, m.layers[0].q.bias);
+  expect_equal(back.layers[1].up.bias, m.layers[1].up.bias);
+  expect_equal(back.layers[1].attn_norm.weight, m.layers[1].attn_norm.weight);
+  expect_equal(back.embed_norm.bias, m.embed_norm.bias);
+  EXPECT_EQ(back.layers[1].o.rank(), m.layers[1].o.rank());
+}
+
 TEST_F(EncoderWriter, FactoredLinearErrors) {
   const EncoderModel dense = testing::random_encoder(testing::small_encoder_config(), 3);
   src_.write("config.json", testing::bert_config_json(dense.config).dump());
