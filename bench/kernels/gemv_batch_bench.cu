@@ -12,14 +12,20 @@
 // Built by CMake (bench/kernels/CMakeLists.txt); on the GPU machine, after
 // `scripts/gpu_bundle.sh benches` here:
 //   build/gpu-bundle/run-bench.sh gemv_batch_bench [switch | sweep | fused]
+//   build/gpu-bundle/run-bench.sh gemv_batch_bench profile SHAPE B [ROWS_PER_WARP SPLITS]
+// `profile` launches one shape's GEMV (kShapes[SHAPE]) three times outside a
+// graph, for a profiler: ncu -k regex:gemv_kernel --launch-skip 2 --launch-count 1.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -265,7 +271,18 @@ void run_fused(const cudaDeviceProp& prop, cudaStream_t stream) {
   }
 }
 
-int run(const char* part) {
+void run_profile(const cudaDeviceProp& prop, cudaStream_t stream, int shape, int batch, GemvConfig cfg) {
+  const Shape& s = kShapes[shape];
+  const Operands ops(s, prop, stream);
+  const GemvPlan plan = plan_gemv(s.rows, s.cols, batch, cfg, prop.multiProcessorCount);
+  for (int i = 0; i < 3; ++i) gemv(ops.w(i), ops.x(), ops.y(), batch, stream, cfg);
+  FSVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::printf("profiled %s [%lld, %lld] B=%d plan %s\n", s.name, static_cast<long long>(s.rows),
+              static_cast<long long>(s.cols), batch, plan_name(plan).c_str());
+}
+
+int run(int argc, char** argv) {
+  const char* part = argc > 1 ? argv[1] : nullptr;
   int device = 0;
   cudaDeviceProp prop{};
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
@@ -273,6 +290,17 @@ int run(const char* part) {
   std::printf("device %s: %d SMs, L2 %.0f MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6);
   cudaStream_t stream;
   FSVD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (part && std::strcmp(part, "profile") == 0) {
+    const int count = static_cast<int>(std::size(kShapes));
+    const int shape = argc > 2 ? std::atoi(argv[2]) : -1, batch = argc > 3 ? std::atoi(argv[3]) : 0;
+    if (shape < 0 || shape >= count || batch < 1 || batch > gemv_limits::kMaxBatch)
+      throw std::runtime_error("profile SHAPE B [ROWS_PER_WARP SPLITS]: SHAPE 0.." + std::to_string(count - 1) +
+                               ", B 1.." + std::to_string(gemv_limits::kMaxBatch));
+    const GemvConfig cfg{argc > 5 ? 8 : 0, argc > 5 ? std::atoi(argv[5]) : 0, false, argc > 4 ? std::atoi(argv[4]) : 0};
+    run_profile(prop, stream, shape, batch, cfg);
+    FSVD_CUDA_CHECK(cudaStreamDestroy(stream));
+    return 0;
+  }
   const bool all = part == nullptr;
   if (all || std::strcmp(part, "switch") == 0) run_switch(prop, stream);
   if (all || std::strcmp(part, "sweep") == 0) run_sweep(prop, stream);
@@ -285,7 +313,7 @@ int run(const char* part) {
 
 int main(int argc, char** argv) {
   try {
-    return run(argc > 1 ? argv[1] : nullptr);
+    return run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemv_batch_bench: %s\n", e.what());
     return 1;
