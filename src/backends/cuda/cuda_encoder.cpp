@@ -114,21 +114,28 @@ void CudaEncoder::run_layer(const DeviceEncoderLayer& l, int64_t n, int seqs, in
   const int64_t d = c.hidden, a = attention_dim_;
   // q|k|v: one GEMM for the stacked first factors (dense parts' biases in its
   // epilogue) into the work buffer, then each low-rank part's second factor
-  // from its slice into its own [n, hidden] region after it.
+  // from its slice into its own [n, hidden] region after it: one batched GEMM
+  // when the parts share a shape (their slices then lie equally far apart).
   uint8_t* packed = work(0);
   gemm_.run(l.qkv.first, x_.data(), d, n, packed, qkv_ld_, type_, false, l.qkv.first_bias);
   const void* part_rows[3];
   int64_t part_ld[3];
   int64_t next = n * qkv_ld_;
-  for (int i = 0; i < 3; ++i) {
-    const EncoderQkv::Part& p = l.qkv.parts[i];
-    const void* slice = work(p.offset);
-    if (p.second.data) {
-      gemm_.run(padded_k(p.second), slice, qkv_ld_, n, work(next), a, type_, false, p.bias);
-      part_rows[i] = work(next), part_ld[i] = a;
-      next += n * a;
-    } else {
-      part_rows[i] = slice, part_ld[i] = qkv_ld_;
+  const EncoderQkv::Part* parts = l.qkv.parts;
+  if (l.qkv.stacked_second.data) {
+    gemm_.run_batched(padded_k(parts[0].second), work(parts[0].offset), qkv_ld_, parts[1].offset - parts[0].offset,
+                      n, work(next), a, n * a, 3, type_, l.qkv.stacked_bias);
+    for (int i = 0; i < 3; ++i) part_rows[i] = work(next + i * n * a), part_ld[i] = a;
+  } else {
+    for (int i = 0; i < 3; ++i) {
+      const void* slice = work(parts[i].offset);
+      if (parts[i].second.data) {
+        gemm_.run(padded_k(parts[i].second), slice, qkv_ld_, n, work(next), a, type_, false, parts[i].bias);
+        part_rows[i] = work(next), part_ld[i] = a;
+        next += n * a;
+      } else {
+        part_rows[i] = slice, part_ld[i] = qkv_ld_;
+      }
     }
   }
   // The attention output overwrites q (each query is read before its output is written).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cuda/gemm.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -110,13 +111,44 @@ EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
   // dense parts' biases at their rows of one vector for the first GEMM.
   Tensor spaced({rows, in}), first_bias({rows});
   bool dense_bias = false;
+  const bool padded = pad_.padded != pad_.head_dim;
+  auto second = [&](const PackedLinear::Part& part) {
+    return padded ? pad_rows(part.second, 0, part.second.dim(0), pad_) : part.second;
+  };
+  auto second_bias = [&](const PackedLinear::Part& part) {
+    return padded ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias;
+  };
+  const bool stack = std::all_of(p.parts.begin(), p.parts.end(), [&](const PackedLinear::Part& part) {
+    const PackedLinear::Part& q = p.parts[0];
+    return !part.second.empty() && part.second.shape() == q.second.shape() && part.bias.empty() == q.bias.empty();
+  });
+  if (stack) {
+    const Tensor s0 = second(p.parts[0]);
+    const int64_t out = s0.dim(0), r = s0.dim(1);
+    Tensor seconds({3 * out, r}), biases({3 * out});
+    for (size_t i = 0; i < 3; ++i) {
+      const Tensor s = second(p.parts[i]);
+      std::copy(s.data(), s.data() + s.numel(), seconds.data() + i * out * r);
+      if (!p.parts[i].bias.empty()) {
+        const Tensor b = second_bias(p.parts[i]);
+        std::copy(b.data(), b.data() + b.numel(), biases.data() + i * out);
+      }
+    }
+    d.stacked_second = matrix(seconds);
+    if (!p.parts[0].bias.empty()) d.stacked_bias = vector(biases);
+    for (size_t i = 0; i < 3; ++i) {
+      d.parts[i].second = row_slice(d.stacked_second, i * out, (i + 1) * out);
+      if (d.stacked_bias)
+        d.parts[i].bias = static_cast<const uint8_t*>(d.stacked_bias) + i * out * element_bytes(type_);
+    }
+  }
   for (size_t i = 0; i < 3; ++i) {
     const PackedLinear::Part& part = p.parts[i];
     std::copy(blocks[i].data(), blocks[i].data() + blocks[i].numel(), spaced.data() + d.parts[i].offset * in);
     if (!part.second.empty()) {
-      const bool padded = pad_.padded != pad_.head_dim;
-      d.parts[i].second = matrix(padded ? pad_rows(part.second, 0, part.second.dim(0), pad_) : part.second);
-      if (!part.bias.empty()) d.parts[i].bias = vector(padded ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias);
+      if (stack) continue;
+      d.parts[i].second = matrix(second(part));
+      if (!part.bias.empty()) d.parts[i].bias = vector(second_bias(part));
     } else if (!part.bias.empty()) {
       const Tensor b = pad_.padded != pad_.head_dim ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias;
       std::copy(b.data(), b.data() + b.numel(), first_bias.data() + d.parts[i].offset);

@@ -37,6 +37,12 @@ struct EncoderQkv {
     const void* bias = nullptr;    // added by the second factor (low-rank parts)
   };
   Part parts[3];
+  // When the three parts are low-rank with one shape (and all or none have a
+  // bias): their second factors stacked, part i at rows [i * out, (i + 1) *
+  // out) (parts[i].second are those slices), and their biases likewise, so
+  // one strided-batched GEMM runs all three. data null otherwise.
+  DeviceMatrix stacked_second;
+  const void* stacked_bias = nullptr;
 };
 
 struct EncoderNorm {

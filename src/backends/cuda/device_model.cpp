@@ -1,5 +1,6 @@
 #include "backends/cuda/device_model.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -25,10 +26,10 @@ void convert_rows(const float* src, int64_t rows, int64_t cols, int64_t ld, Elem
   }
 }
 
-// gate_up's parts as views of the halves of the stacked [gate; up] second factor.
-void view_stacked_seconds(DeviceLayer& d) {
-  const int64_t n = d.gate_up_second.rows / 2;
-  for (int64_t i = 0; i < 2; ++i) d.gate_up.parts[i].second = row_slice(d.gate_up_second, i * n, (i + 1) * n);
+// The parts as views of the slices of d.stacked_second.
+void view_stacked_seconds(DevicePacked& d) {
+  const int64_t n = d.stacked_second.rows / static_cast<int64_t>(d.parts.size());
+  for (size_t i = 0; i < d.parts.size(); ++i) d.parts[i].second = row_slice(d.stacked_second, i * n, (i + 1) * n);
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ float* DeviceModel::allocate_vector(int64_t n) {
   return p;
 }
 
-DeviceMatrix DeviceModel::upload_rows(std::initializer_list<const Tensor*> blocks, int64_t ld) {
+DeviceMatrix DeviceModel::upload_rows(const std::vector<const Tensor*>& blocks, int64_t ld) {
   const Tensor& top = **blocks.begin();
   check(!top.empty() && top.ndim() == 2, kWhere, "expected a matrix, got shape ", top.shape_str());
   int64_t rows = 0;
@@ -96,18 +97,27 @@ DeviceLinear DeviceModel::upload_linear(const Linear& l) {
   return d;
 }
 
-DevicePacked DeviceModel::upload_packed(const PackedLinear& p, bool with_seconds) {
+DevicePacked DeviceModel::upload_packed(const PackedLinear& p) {
   check(!p.first.empty() && p.first.ndim() == 2, kWhere, "expected a packed matrix, got shape ",
         p.first.shape_str());
   DevicePacked d;
+  const bool stack = p.parts.size() > 1 && std::all_of(p.parts.begin(), p.parts.end(), [&](const auto& part) {
+    return !part.second.empty() && part.bias.empty() && part.second.shape() == p.parts[0].second.shape();
+  });
   int64_t rows = 0;
+  std::vector<const Tensor*> seconds;
   for (const PackedLinear::Part& part : p.parts) {
     DevicePacked::Part& out = d.parts.emplace_back();
     out.offset = rows;
     out.rows = part.rows;
-    if (with_seconds && !part.second.empty()) out.second = upload_matrix(part.second);
+    if (stack) seconds.push_back(&part.second);
+    else if (!part.second.empty()) out.second = upload_matrix(part.second);
     out.bias = upload_vector(part.bias);
     rows += round_up8(part.rows);
+  }
+  if (stack) {
+    d.stacked_second = upload_rows(seconds, round_up8(seconds[0]->dim(1)));
+    view_stacked_seconds(d);
   }
   // The parts' rows of the host's stack, each part moved to its spaced offset
   // (uploaded once per stack: layers of a shared-basis group share it). The
@@ -143,17 +153,7 @@ DeviceModel::DeviceModel(const Model& model, ElementType type)
     d.attn_norm = upload_vector(l.attn_norm);
     d.mlp_norm = upload_vector(l.mlp_norm);
     d.qkv = upload_packed(l.qkv);
-    const PackedLinear::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-    // Second factors of one shape are stacked into one [gate; up] matrix (one
-    // batched prefill GEMM); otherwise each part keeps its own upload.
-    if (!gate.second.empty() && !up.second.empty() && gate.second.shape() == up.second.shape() &&
-        gate.bias.empty() && up.bias.empty()) {
-      d.gate_up = upload_packed(l.gate_up, false);
-      d.gate_up_second = upload_rows({&gate.second, &up.second}, round_up8(gate.second.dim(1)));
-      view_stacked_seconds(d);
-    } else {
-      d.gate_up = upload_packed(l.gate_up);
-    }
+    d.gate_up = upload_packed(l.gate_up);
     d.o = upload_linear(l.o);
     d.down = upload_linear(l.down);
   }
@@ -168,20 +168,31 @@ void DeviceModel::fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows,
 }
 
 DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer, int64_t in,
-                                           std::initializer_list<SyntheticPart> parts, bool with_seconds) {
+                                           std::initializer_list<SyntheticPart> parts) {
   DevicePacked d;
   int64_t total = 0;
+  std::vector<int64_t> ranks;
   for (const SyntheticPart& p : parts) {
     const int64_t r = spec.rank(layer, p.w, p.out, in), rows = r < 0 ? p.out : r;
+    ranks.push_back(r);
     d.parts.push_back({total, rows, DeviceMatrix{}, nullptr});
     total += round_up8(rows);
   }
-  d.first = allocate_matrix(total, in, round_up8(in));
+  // Stacked as upload_packed would (synthetic weights have no biases).
   const SyntheticPart* p = parts.begin();
+  const bool stack = parts.size() > 1 && std::all_of(parts.begin(), parts.end(), [&](const SyntheticPart& q) {
+    const size_t i = static_cast<size_t>(&q - p);
+    return ranks[i] >= 0 && ranks[i] == ranks[0] && q.out == p->out;
+  });
+  d.first = allocate_matrix(total, in, round_up8(in));
+  if (stack) {
+    d.stacked_second = allocate_matrix(static_cast<int64_t>(parts.size()) * p->out, ranks[0], round_up8(ranks[0]));
+    view_stacked_seconds(d);
+  }
   for (DevicePacked::Part& part : d.parts) {
     fill_matrix(d.first, part.offset, part.rows, synthetic_tensor_id(layer, p->w, 0), synthetic_scale(in));
-    if (with_seconds && spec.rank(layer, p->w, p->out, in) >= 0) {
-      part.second = allocate_matrix(p->out, part.rows, round_up8(part.rows));
+    if (spec.rank(layer, p->w, p->out, in) >= 0) {
+      if (!stack) part.second = allocate_matrix(p->out, part.rows, round_up8(part.rows));
       fill_matrix(part.second, 0, p->out, synthetic_tensor_id(layer, p->w, 1), synthetic_scale(part.rows));
     }
     ++p;
@@ -191,7 +202,7 @@ DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer,
 
 DeviceLinear DeviceModel::synthetic_linear(const SyntheticSpec& spec, int layer, SyntheticWeight w, int64_t out,
                                            int64_t in) {
-  const DevicePacked p = synthetic_packed(spec, layer, in, {{w, out}}, true);
+  const DevicePacked p = synthetic_packed(spec, layer, in, {{w, out}});
   return DeviceLinear{p.first, p.parts[0].second, nullptr};
 }
 
@@ -217,21 +228,11 @@ DeviceModel::DeviceModel(const SyntheticSpec& spec, ElementType type)
   }
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
   for (int i = 0; i < c.n_layers; ++i) {
-    // gate and up share one rank (SyntheticSpec::rank): one stacked second factor.
-    const int64_t mlp_rank = spec.rank(i, W::gate, c.intermediate, c.hidden);
     DeviceLayer& d = layers_.emplace_back();
     d.attn_norm = norm(synthetic_tensor_id(i, W::attn_norm, 0));
     d.mlp_norm = norm(synthetic_tensor_id(i, W::mlp_norm, 0));
-    d.qkv = synthetic_packed(spec, i, c.hidden, {{W::q, q_dim}, {W::k, kv_dim}, {W::v, kv_dim}}, true);
-    d.gate_up = synthetic_packed(spec, i, c.hidden, {{W::gate, c.intermediate}, {W::up, c.intermediate}},
-                                 mlp_rank < 0);
-    if (mlp_rank >= 0) {
-      d.gate_up_second = allocate_matrix(2 * c.intermediate, mlp_rank, round_up8(mlp_rank));
-      const float scale = synthetic_scale(mlp_rank);
-      fill_matrix(d.gate_up_second, 0, c.intermediate, synthetic_tensor_id(i, W::gate, 1), scale);
-      fill_matrix(d.gate_up_second, c.intermediate, c.intermediate, synthetic_tensor_id(i, W::up, 1), scale);
-      view_stacked_seconds(d);
-    }
+    d.qkv = synthetic_packed(spec, i, c.hidden, {{W::q, q_dim}, {W::k, kv_dim}, {W::v, kv_dim}});
+    d.gate_up = synthetic_packed(spec, i, c.hidden, {{W::gate, c.intermediate}, {W::up, c.intermediate}});
     d.o = synthetic_linear(spec, i, W::o, c.hidden, q_dim);
     d.down = synthetic_linear(spec, i, W::down, c.hidden, c.intermediate);
   }

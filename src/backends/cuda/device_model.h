@@ -37,16 +37,18 @@ struct DevicePacked {
     const float* bias = nullptr;
   };
   std::vector<Part> parts;
+  // When two or more parts are all low-rank of one shape without biases
+  // (gate and up; q, k and v of a model without grouped heads): their second
+  // factors as one matrix, part i at rows [i * out, (i + 1) * out) (the parts'
+  // `second` view those slices), so the GEMM path runs them as one batched
+  // GEMM. Empty otherwise.
+  DeviceMatrix stacked_second;
 };
 
 struct DeviceLayer {
   const float* attn_norm = nullptr;
   const float* mlp_norm = nullptr;
   DevicePacked qkv, gate_up;
-  // [gate second; up second] as one matrix when both are low-rank of one rank
-  // (gate_up's parts then view its halves), so prefill runs both as one
-  // batched GEMM; empty otherwise.
-  DeviceMatrix gate_up_second;
   DeviceLinear o, down;
 };
 
@@ -72,14 +74,14 @@ class DeviceModel {
   float* allocate_vector(int64_t n);
   // The row blocks stacked into one matrix of row stride ld (uploaded once per
   // distinct stack).
-  DeviceMatrix upload_rows(std::initializer_list<const Tensor*> blocks, int64_t ld);
+  DeviceMatrix upload_rows(const std::vector<const Tensor*>& blocks, int64_t ld);
   DeviceMatrix upload_matrix(const Tensor& t);  // ld = cols rounded up to 8
   const float* upload_vector(const Tensor& t);  // nullptr for an empty tensor
   DeviceLinear upload_linear(const Linear& l);
   // Each part's rows start at a multiple of 8 (zero rows between), so its
   // slice of the packed output is where prefill's second factor reads it as
-  // bf16; second factors only when `with_seconds`.
-  DevicePacked upload_packed(const PackedLinear& p, bool with_seconds = true);
+  // bf16; second factors stacked where DevicePacked::stacked_second says.
+  DevicePacked upload_packed(const PackedLinear& p);
 
   // Synthetic weights: rows [row0, row0 + rows) of m get tensor `tensor`'s values.
   void fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows, uint32_t tensor, float scale);
@@ -87,10 +89,10 @@ class DeviceModel {
     SyntheticWeight w;
     int64_t out;
   };
-  // Parts reading one input of width `in`, first factors stacked; second
-  // factors only when `with_seconds`.
+  // Parts reading one input of width `in`, first factors stacked, second
+  // factors as upload_packed lays them out.
   DevicePacked synthetic_packed(const SyntheticSpec& spec, int layer, int64_t in,
-                                std::initializer_list<SyntheticPart> parts, bool with_seconds);
+                                std::initializer_list<SyntheticPart> parts);
   DeviceLinear synthetic_linear(const SyntheticSpec& spec, int layer, SyntheticWeight w, int64_t out,
                                 int64_t in);
 

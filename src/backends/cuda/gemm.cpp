@@ -43,6 +43,11 @@ Gemm::Plan::Plan(const Problem& p) {
                                                : CUBLASLT_EPILOGUE_BIAS;
     FSVD_CUDA_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
   }
+  if (p.bias && p.batch > 1) {  // product i's bias follows product i - 1's
+    const int64_t stride = p.m;
+    FSVD_CUDA_CHECK(
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &stride, sizeof(stride)));
+  }
   make_layout(a.put(), p.ab, p.k, p.m, p.lda, p.batch, p.a_step);
   make_layout(b.put(), p.ab, p.k, p.n, p.ldb, p.batch, p.b_step);
   make_layout(c.put(), p.c, p.m, p.n, p.ldc, p.batch, p.c_step);
@@ -123,13 +128,13 @@ void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, voi
 }
 
 void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
-                       int64_t ldy, int64_t y_step, int batch, ElementType y_type) {
+                       int64_t ldy, int64_t y_step, int batch, ElementType y_type, const void* bias) {
   check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
         "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
   if (n == 0) return;
-  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false, false,
-            false},
-           w.data, x, y);
+  multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false,
+            bias != nullptr, false},
+           w.data, x, y, bias);
 }
 
 DeviceMatrix row_slice(const DeviceMatrix& w, int64_t begin, int64_t end) {

@@ -46,10 +46,11 @@ class Gemm {
            bool accumulate = false, const void* bias = nullptr, Epilogue epilogue = Epilogue::bias);
   // `batch` such products in one launch, product i on w's rows
   // [i * w.rows, (i + 1) * w.rows), x + i * x_step and y + i * y_step (steps
-  // in elements): the gate and up second factors, which read different
-  // columns of one staging buffer, fill more of the GPU together.
+  // in elements), adding bias + i * w.rows when a bias is given: the gate and
+  // up (or q, k and v) second factors, which read different columns of one
+  // staging buffer, fill more of the GPU together.
   void run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t x_step, int64_t n, void* y,
-                   int64_t ldy, int64_t y_step, int batch, ElementType y_type);
+                   int64_t ldy, int64_t y_step, int batch, ElementType y_type, const void* bias = nullptr);
 
  private:
   // Column-major view (cuBLAS's): yᵀ[m, n] = op(W)[m, k] · xᵀ[k, n].

@@ -59,9 +59,7 @@ void Prefill::reserve(int64_t n) {
   grow(tokens_, n);
   grow(x_, n * c.hidden);
   grow(packed_, n * packed_ld_);
-  grow(q_, n * q_dim);
-  grow(k_, n * kv_dim);
-  grow(v_, n * kv_dim);
+  grow(qkv_, n * (q_dim + 2 * kv_dim));
   grow(att_, n * q_dim);
   grow(gate_, n * c.intermediate);
   grow(up_, n * c.intermediate);
@@ -147,23 +145,33 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     lowrank->store_rows(index, staged_b_.data() + l.qkv.parts[1].offset, staged_b_.data() + l.qkv.parts[2].offset,
                         ld, pos, n);
   }
-  const Rows q = part_rows(l.qkv.parts[0], n, q_.data());
-  const Rows k = part_rows(l.qkv.parts[1], n, k_.data());
+  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  float *q_out = qkv_.data(), *k_out = q_out + n * q_dim, *v_out = k_out + n * kv_dim;
   // A low-rank v without bias goes from its GEMM straight into the cache rows
   // as bf16 (the rounding rope_store_kv_rows would apply): no fp32 round trip.
   // Only where rows [pos, pos + n) are contiguous in the pool (no block table).
   const DevicePacked::Part& v_part = l.qkv.parts[2];
-  Rows v{nullptr, 0};
-  if (v_part.second.data && !v_part.bias && !blocks && !decode) {
-    const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const bool v_to_cache = v_part.second.data && !v_part.bias && !blocks && !decode;
+  Rows q, k, v{nullptr, 0};
+  if (l.qkv.stacked_second.data) {
+    // q, k (and v) second factors in one batched GEMM: stacked, they share a
+    // shape, so q_dim == kv_dim and their rank columns lie equally far apart.
+    const DevicePacked::Part* p = l.qkv.parts.data();
+    gemm_.run_batched(padded_k(p[0].second), staged_b_.data() + p[0].offset, ld, p[1].offset - p[0].offset, n,
+                      q_out, q_dim, n * q_dim, v_to_cache ? 2 : 3, ElementType::F32);
+    q = {q_out, q_dim}, k = {k_out, kv_dim};
+    if (!v_to_cache) v = {v_out, kv_dim};
+  } else {
+    q = part_rows(l.qkv.parts[0], n, q_out);
+    k = part_rows(l.qkv.parts[1], n, k_out);
+    if (!v_to_cache) v = part_rows(v_part, n, v_out);
+  }
+  if (v_to_cache) {
     check(cache.type == ElementType::BF16, kWhere, "needs a bf16 KV cache");
     gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
               static_cast<__nv_bfloat16*>(cache.v) + pos * kv_dim, kv_dim, ElementType::BF16);
-  } else {
-    v = part_rows(v_part, n, v_.data());
   }
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
-  const int64_t q_dim = int64_t{c.n_heads} * c.head_dim;
   if (decode) {
     // Each row its own sequence: RoPE, its slot and its attention in one launch.
     decode_attention({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, cache, rows, static_cast<int>(n), decode->max_ctx,
@@ -182,14 +190,14 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   norm_rows(x, l.mlp_norm, m);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
   packed_first(l.gate_up, m);
-  if (l.gate_up_second.data) {
+  if (l.gate_up.stacked_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
     // buffer, in one batched GEMM: each half of the stacked second factor
     // reads its own staged columns.
     const int64_t inter = c.intermediate;
     __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
-    gemm_.run_batched(padded_k(row_slice(l.gate_up_second, 0, inter)), staged_b_.data() + gate.offset, ld,
-                      up.offset - gate.offset, m, g, 2 * inter, inter, 2, ElementType::BF16);
+    gemm_.run_batched(padded_k(gate.second), staged_b_.data() + gate.offset, ld, up.offset - gate.offset, m, g,
+                      2 * inter, inter, 2, ElementType::BF16);
     silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, m, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
     const Rows g = part_rows(gate, m, gate_.data());

@@ -90,7 +90,9 @@ class Prefill {
   // low-rank parts' columns as bf16 in staged_b_, both at the parts'
   // offsets), and o/down rank-space rows.
   int64_t packed_ld_ = 0, rank_ld_ = 0;
-  DeviceBuffer<float> x_, packed_, q_, k_, v_, att_, gate_, up_, logits_;
+  // q, k and v rows of a low-rank q|k|v side by side ([n, q_dim] then two
+  // [n, kv_dim]), where one batched GEMM of stacked second factors writes them.
+  DeviceBuffer<float> x_, packed_, qkv_, att_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
 };
 

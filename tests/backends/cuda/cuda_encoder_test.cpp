@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -16,6 +17,7 @@
 
 #include "backends/cpu/cpu_encoder.h"
 #include "backends/cuda/decode_test_util.h"
+#include "backends/cuda/device_encoder.h"
 #include "compress/encoder_compressor.h"
 #include "families/encoder_family.h"
 #include "model/synthetic.h"
@@ -142,6 +144,40 @@ TEST_F(CudaEncoderTest, CompressedEncoderMatchesCpu) {
   ASSERT_NE(m.layers[1].down.rank() % 8, 0);
   expect_states_match(m, ElementType::F32, 1e-5);
   expect_states_match(m, ElementType::BF16, 3e-2);
+}
+
+// q, k, v second factors of one shape run as one batched GEMM (stacked at
+// upload); of different shapes, or beside a dense part, one GEMM each. Both
+// against the CPU, with biases on the second factors.
+TEST_F(CudaEncoderTest, QkvSecondFactorsStackedOrNot) {
+  const EncoderModel dense = testing::random_encoder(gpu_config(), 11);
+  auto factored = [&](std::array<int64_t, 3> ranks) {
+    EncoderModel m = dense;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.f, 0.15f);
+    for (EncoderLayer& l : m.layers) {
+      Linear* parts[3] = {&l.q, &l.k, &l.v};
+      for (int i = 0; i < 3; ++i) {
+        if (ranks[i] == 0) continue;
+        const int64_t out = parts[i]->out(), in = parts[i]->in();
+        Tensor first({ranks[i], in}), second({out, ranks[i]});
+        for (int64_t j = 0; j < first.numel(); ++j) first.data()[j] = normal(rng);
+        for (int64_t j = 0; j < second.numel(); ++j) second.data()[j] = normal(rng);
+        *parts[i] = Linear{first, second, parts[i]->bias};
+      }
+      l.qkv = {};
+    }
+    m.pack();
+    return m;
+  };
+  const EncoderModel same = factored({13, 13, 13}), mixed = factored({0, 13, 21});
+  EXPECT_NE(DeviceEncoder(same, ElementType::BF16, 64).layers()[0].qkv.stacked_second.data, nullptr);
+  EXPECT_EQ(DeviceEncoder(mixed, ElementType::BF16, 64).layers()[0].qkv.stacked_second.data, nullptr);
+  for (const EncoderModel* m : {&same, &mixed}) {
+    ASSERT_FALSE(m->layers[0].q.bias.empty());
+    expect_states_match(*m, ElementType::F32, 1e-5);
+    expect_states_match(*m, ElementType::BF16, 3e-2);
+  }
 }
 
 // The final states of a forward pass.

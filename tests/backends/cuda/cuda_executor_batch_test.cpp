@@ -28,14 +28,21 @@ namespace {
 using testutil::have_gpu;
 using testutil::relative_error;
 
-// GQA with low-rank and dense parts side by side (gate low-rank, up dense)
-// and q/k/v biases; head_dim 64 (prompts through Prefill in bf16) or 80
-// (prompts as decode rows).
-Model test_model(int head_dim) {
+// "Hd64", "Hd80": GQA with low-rank and dense parts side by side (gate
+// low-rank, up dense) and q/k/v biases; head_dim 64 (prompts through Prefill
+// in bf16) or 80 (prompts as decode rows). "MhaStackedHd64": q, k, v and
+// gate, up low-rank of one rank each, no biases: their second factors run as
+// batched GEMMs (DevicePacked::stacked_second).
+Model test_model(const std::string& name) {
   testing::RandomModelSpec spec;
-  spec.config = testing::small_config(256, 520, 2, 8, 2, head_dim, 301, 128);
-  spec.ranks = {37, 0, 21, 45, 33, 0, 29};
-  spec.qkv_bias = true;
+  if (name == "MhaStackedHd64") {
+    spec.config = testing::small_config(256, 520, 2, 4, 4, 64, 301, 128);
+    spec.ranks = {24, 24, 24, 45, 33, 33, 29};
+  } else {
+    spec.config = testing::small_config(256, 520, 2, 8, 2, name == "Hd80" ? 80 : 64, 301, 128);
+    spec.ranks = {37, 0, 21, 45, 33, 0, 29};
+    spec.qkv_bias = true;
+  }
   spec.seed = 21;
   return testing::random_model(spec);
 }
@@ -47,7 +54,7 @@ std::vector<int32_t> random_tokens(int n, uint32_t seed) {
   return t;
 }
 
-class CudaExecutorBatch : public ::testing::TestWithParam<int> {
+class CudaExecutorBatch : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
@@ -195,12 +202,12 @@ TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
   std::fprintf(stderr, "%d of %zu requests identical to the end\n", identical, requests.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDims, CudaExecutorBatch, ::testing::Values(64, 80),
-                         [](const auto& info) { return "Hd" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Models, CudaExecutorBatch, ::testing::Values("Hd64", "Hd80", "MhaStackedHd64"),
+                         [](const auto& info) { return info.param; });
 
 TEST(CudaExecutorBatchErrors, RefusesMalformedStepsAndLowRankKv) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
-  const Model model = test_model(64);
+  const Model model = test_model("Hd64");
   CudaExecutor gpu(model, KvPages{16, 8}, 64, CudaOptions{});
   const std::vector<int32_t> five = {1, 2, 3, 4, 5}, b0 = {0}, b1 = {1}, b9 = {9};
   std::vector<float> logits;

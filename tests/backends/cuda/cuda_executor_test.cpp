@@ -90,6 +90,8 @@ std::vector<Case> cases() {
       {"Gqa7Hd80", spec(gqa7_80, {33, 17, 19, 41, 37, 37, 29}, false, 1, 0, 15)},
       {"Gqa2Hd256Bias", spec(gqa2_256, {0, 21, 27, 0, 31, 35, 0}, true, 1, 0, 16)},
       {"Gqa4BudgetedLayersHd64Bias", budgeted},
+      // q, k, v of one rank and no biases: one batched GEMM of stacked second factors.
+      {"MhaStackedQkvHd64", spec(mha, {24, 24, 24, 45, 51, 51, 43}, false, 1, 0, 18)},
   };
 }
 

@@ -132,21 +132,26 @@ class GemmRun final : public OpCase {
 // (b + 1) * out) of rows of stride batch * out (prefill's gate | up).
 class GemmBatched final : public OpCase {
  public:
-  GemmBatched(Problem p, int batch, std::string model)
-      : OpCase("Gemm::run_batched", p.name() + " batch=" + to_string(batch) + (model.empty() ? "" : " " + model),
+  // with_bias: product b adds values [b * out, (b + 1) * out) of one bias
+  // vector of y's type (the encoder's q, k, v second factors).
+  GemmBatched(Problem p, int batch, std::string model, bool with_bias = false)
+      : OpCase("Gemm::run_batched",
+               p.name() + " batch=" + to_string(batch) + (with_bias ? " bias" : "") + (model.empty() ? "" : " " + model),
                !model.empty()),
-        p_(p), batch_(batch), ldw_(cuda::round_up8(p.in)), x_step_(ldw_), ldx_(batch * x_step_ + 8),
-        ldy_(batch * p.out) {}
+        p_(p), batch_(batch), with_bias_(with_bias), ldw_(cuda::round_up8(p.in)), x_step_(ldw_),
+        ldx_(batch * x_step_ + 8), ldy_(batch * p.out) {}
 
   std::vector<Expected> reference() const override {
     const std::vector<float> x = as_stored(input(), p_.type), w = as_stored(weights(), p_.type);
+    const std::vector<float> bias = as_stored(biases(), p_.y_type);
     std::vector<float> y(p_.n * ldy_);
     double terms = 0;
     for (int b = 0; b < batch_; ++b) {
       const std::vector<float> wb(w.begin() + b * p_.out * ldw_, w.begin() + (b + 1) * p_.out * ldw_);
       const std::vector<float> yb = matmul(wb, ldw_, p_, x.data() + b * x_step_, ldx_);
       for (int64_t r = 0; r < p_.n; ++r)
-        std::copy_n(&yb[r * p_.out], p_.out, &y[r * ldy_ + b * p_.out]);
+        for (int64_t o = 0; o < p_.out; ++o)
+          y[r * ldy_ + b * p_.out + o] = yb[r * p_.out + o] + (with_bias_ ? bias[b * p_.out + o] : 0.0f);
       const double t = terms_norm(wb.data(), p_.out, p_.in, ldw_, x.data() + b * x_step_, p_.n, ldx_);
       terms += t * t;
     }
@@ -155,14 +160,15 @@ class GemmBatched final : public OpCase {
 
   std::unique_ptr<DeviceOp> upload(Device& device) const override {
     struct State {
-      DeviceArray w, x, y;
+      DeviceArray w, x, b, y;
     };
     return device_op(
-        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(p_.n * ldy_, p_.y_type)},
-        [&gemm = device.gemm(), p = p_, batch = batch_, ldw = ldw_, ldx = ldx_, x_step = x_step_,
+        State{DeviceArray(weights(), p_.type), DeviceArray(input(), p_.type), DeviceArray(biases(), p_.y_type),
+              DeviceArray(p_.n * ldy_, p_.y_type)},
+        [&gemm = device.gemm(), p = p_, batch = batch_, bias = with_bias_, ldw = ldw_, ldx = ldx_, x_step = x_step_,
          ldy = ldy_](State& s, cudaStream_t) {
           gemm.run_batched({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, x_step, p.n, s.y.data(), ldy,
-                           p.out, batch, p.y_type);
+                           p.out, batch, p.y_type, bias ? s.b.data() : nullptr);
         },
         [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
   }
@@ -176,8 +182,10 @@ class GemmBatched final : public OpCase {
  private:
   std::vector<float> weights() const { return random_values(batch_ * p_.out * ldw_, 84); }
   std::vector<float> input() const { return random_values(p_.n * ldx_, 85); }
+  std::vector<float> biases() const { return random_values(batch_ * p_.out, 86); }
   Problem p_;
   int batch_;
+  bool with_bias_;
   int64_t ldw_, x_step_, ldx_, ldy_;
 };
 
@@ -205,7 +213,11 @@ void add_gemm_cases(Table& t) {
     t.push_back(std::make_unique<GemmBatched>(Problem{kF32, s.out, s.in, s.n, kF32}, 2, ""));
   }
 
-  // The encoder's: bias (and GELU) epilogues, residual adds into bf16 rows.
+  // The encoder's: bias (and GELU) epilogues, residual adds into bf16 rows;
+  // q, k, v second factors with their biases in one batched GEMM.
+  for (const Shape& s : {Shape{40, 91, 5}, Shape{296, 129, 64}, Shape{72, 96, 1100}})
+    for (ElementType type : {kBf16, kF32})
+      t.push_back(std::make_unique<GemmBatched>(Problem{type, s.out, s.in, s.n, type}, 3, "", true));
   for (const Shape& s : {Shape{37, 91, 5}, Shape{296, 129, 64}, Shape{72, 96, 1100}}) {
     for (ElementType type : {kBf16, kF32}) {
       t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, type}, false, "", Epilogue{true, false}));
