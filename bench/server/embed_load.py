@@ -5,7 +5,9 @@ only): C concurrent clients each send R POST /v1/embeddings requests of N texts
 embedding must match the one the same request got alone (computed first, one
 request at a time): cosine >= --min-cosine (bf16 passes differ in the last bits
 with the batch around them); no request may fail. Reports embeddings/s,
-tokens/s (the server's usage) and request latency p50 / p99 as JSON on stdout.
+tokens/s (the server's usage) and request latency p50 / p99 as JSON on stdout,
+measured after --warmup unmeasured rounds of the same load (a server's first
+passes of each batch shape run eagerly before their graphs are captured).
 Embeddings come base64-encoded, as the openai package asks for them
 (--float-json: as JSON numbers, whose parsing in Python can bound the rate).
 
@@ -60,6 +62,9 @@ def main():
     ap.add_argument("--windows", type=int, default=16, help="distinct requests (windows of --inputs lines)")
     ap.add_argument("--min-cosine", type=float, default=0.999)
     ap.add_argument("--float-json", action="store_true", help="embeddings as JSON numbers instead of base64")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="unmeasured rounds of the same load first (the server's first passes of each batch shape "
+                         "run eagerly and capture graphs)")
     args = ap.parse_args()
 
     with open(args.texts, encoding="utf-8") as f:
@@ -86,12 +91,20 @@ def main():
                 with lock:
                     errors.append(repr(e))
 
+    def load():
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(args.concurrency)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    for _ in range(args.warmup):
+        load()
+    if errors:
+        sys.exit(f"warm-up failed: {errors[:3]}")
+    results.clear()
     start = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(c,)) for c in range(args.concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    load()
     wall = time.perf_counter() - start
 
     latencies = [r[0] for r in results]
@@ -99,7 +112,7 @@ def main():
     worst = min((r[2] for r in results), default=None)
     below = sum(r[2] < args.min_cosine for r in results)
     report = {
-        "concurrency": args.concurrency, "encoding": "float" if args.float_json else "base64", "requests": len(results) + len(errors), "inputs_per_request": args.inputs,
+        "concurrency": args.concurrency, "warmup_rounds": args.warmup, "encoding": "float" if args.float_json else "base64", "requests": len(results) + len(errors), "inputs_per_request": args.inputs,
         "errors": errors[:5], "error_count": len(errors), "wall_s": wall,
         "embeddings_per_s": len(results) * args.inputs / wall, "tokens_per_s": sum(r[1] for r in results) / wall,
         "requests_per_s": len(results) / wall, "latency_p50_s": pct(latencies, 50), "latency_p99_s": pct(latencies, 99),
