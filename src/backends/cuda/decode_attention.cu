@@ -77,8 +77,17 @@ struct Params {
   float* ws_acc;     // [batch][n_heads][splits][head_dim] unnormalized outputs
   float* ws_ml;      // [batch][n_heads][splits][2] (max in log2 units, sum of exp2)
   int* arrivals;     // [batch][n_kv_heads][head_chunks] slices done, zero between launches
-  float* out;
+  void* out;         // fp32, or bf16 when out_bf16
+  bool out_bf16;
 };
+
+// Output value i (of all rows) as the launch asked for it.
+__device__ __forceinline__ void store_out(const Params& p, int64_t i, float v) {
+  if (p.out_bf16)
+    static_cast<__nv_bfloat16*>(p.out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(p.out)[i] = v;
+}
 
 // Positions per slice for a valid length; identical in both passes.
 __device__ __forceinline__ int slice_len(int len, int splits) {
@@ -196,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   const int hq0 = chunk * kHeads;
   const int nh = min(kHeads, p.group - hq0);
   const int head0 = blockIdx.y * p.group + hq0;
-  float* const out = p.out + (int64_t{b} * p.n_heads + head0) * kHeadDim;
+  const int64_t out0 = (int64_t{b} * p.n_heads + head0) * kHeadDim;  // this CTA's first output value
 
   const int pos = p.rows.pos[b];
   if (pos < 0 || pos >= p.max_ctx) {
@@ -204,7 +213,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
     // wait: a kernel before this one may still read the previous layer's out.
     wait_for_previous_kernel();
     if (blockIdx.x == 0)
-      for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) out[i] = pos < 0 ? 0.0f : nanf("");
+      for (int i = threadIdx.x; i < nh * kHeadDim; i += kThreads) store_out(p, out0 + i, pos < 0 ? 0.0f : nanf(""));
     return;
   }
   const int len = pos + 1;
@@ -416,7 +425,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       sum += wt * s_l[w][g];
     }
     if (active == 1) {
-      out[i] = o / sum;
+      store_out(p, out0 + i, o / sum);
       continue;
     }
     const int64_t slot_index = slot0 + int64_t{g} * p.splits + blockIdx.x;
@@ -457,7 +466,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       o = fmaf(o, corr, w * a_s);
       mx = m_new;
     }
-    out[i] = o / sum;
+    store_out(p, out0 + i, o / sum);
   }
 }
 
@@ -525,7 +534,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 
 void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLayer& cache, const PagedRows& rows,
                       int batch, int max_ctx, const HeadShape& shape, float* workspace, size_t workspace_floats,
-                      float* out, cudaStream_t stream, bool pdl) {
+                      AttentionOut out, cudaStream_t stream, bool pdl) {
   const char* where = "decode_attention";
   check_head_shape(shape, where);
   check_cache(cache, where);
@@ -533,8 +542,9 @@ void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLa
   check(max_ctx >= 1 && max_ctx <= table_reach(rows, cache), where, "max_ctx ", max_ctx, " is past the ",
         table_reach(rows, cache), " positions a block-table row reaches");
   check(qkv.q != nullptr && qkv.k != nullptr && qkv.v != nullptr && inv_freq != nullptr && workspace != nullptr &&
-            out != nullptr,
+            out.data != nullptr,
         where, "null argument");
+  check(out.type == ElementType::F32 || out.type == ElementType::BF16, where, "output rows must be fp32 or bf16");
   const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim, kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
   check(qkv.ldq >= q_dim && qkv.ldk >= kv_dim && qkv.ldv >= kv_dim, where, "row strides ", qkv.ldq,
         ", ", qkv.ldk, ", ", qkv.ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
@@ -561,7 +571,8 @@ void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLa
   p.ws_acc = workspace;
   p.ws_ml = workspace + slices * shape.head_dim;
   p.arrivals = reinterpret_cast<int*>(p.ws_ml + slices * 2);
-  p.out = out;
+  p.out = out.data;
+  p.out_bf16 = out.type == ElementType::BF16;
 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(plan.splits, shape.n_kv_heads, batch * plan.head_chunks);

@@ -38,7 +38,8 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 // least a row (slices of one packed output, say; not modified); inv_freq:
 // [head_dim / 2] (rope_inv_freq). Position p's slot gets the row's RoPE'd k
 // and its v (rounded to nearest even for a bf16 cache), and out row b:
-// [n_heads * head_dim] fp32 (rows contiguous) gets the attention of RoPE'd q
+// [n_heads * head_dim] (rows contiguous; fp32, or bf16 rounded to nearest
+// even: the GEMM path's o projection reads it so) gets the attention of RoPE'd q
 // over positions [0, p] of the sequence (scale 1/sqrt(head_dim); the token's
 // own row as stored). Positions past p are never read. A padding row (p < 0)
 // writes no slot and zeros to its out row; a position at or past max_ctx
@@ -49,8 +50,19 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 // (each launch leaves it reusable). `pdl`: launched as a programmatic
 // dependent of the previous kernel — its first cache reads, which no kernel
 // of this step writes, overlap that kernel's tail.
+// The output rows: fp32, or bf16 (AttentionOut::bf16).
+struct AttentionOut {
+  AttentionOut(float* p) : data(p), type(ElementType::F32) {}  // NOLINT(google-explicit-constructor): fp32 is the common case
+  static AttentionOut bf16(void* p) { return AttentionOut(p, ElementType::BF16); }
+  void* data;
+  ElementType type;
+
+ private:
+  AttentionOut(void* p, ElementType t) : data(p), type(t) {}
+};
+
 void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLayer& cache, const PagedRows& rows,
                       int batch, int max_ctx, const HeadShape& shape, float* workspace, size_t workspace_floats,
-                      float* out, cudaStream_t stream, bool pdl = false);
+                      AttentionOut out, cudaStream_t stream, bool pdl = false);
 
 }  // namespace fsvd::cuda

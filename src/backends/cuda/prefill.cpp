@@ -60,7 +60,6 @@ void Prefill::reserve(int64_t n) {
   grow(x_, n * c.hidden);
   grow(packed_, n * packed_ld_);
   grow(qkv_, n * (q_dim + 2 * kv_dim));
-  grow(att_, n * q_dim);
   grow(gate_, n * c.intermediate);
   grow(up_, n * c.intermediate);
   grow(hb_, n * c.hidden);
@@ -174,10 +173,9 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   const HeadShape heads{c.n_heads, c.n_kv_heads, c.head_dim};
   if (decode) {
     // Each row its own sequence: RoPE, its slot and its attention in one launch.
+    // Its output in bf16, where the o projection's GEMM reads it.
     decode_attention({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, cache, rows, static_cast<int>(n), decode->max_ctx,
-                     heads, decode->workspace, decode->workspace_floats, att_.data(), stream_);
-    const StageSegment all{0, q_dim, 0};
-    stage_bf16(att_.data(), q_dim, n, &all, 1, att_b_.data(), q_dim, stream_);
+                     heads, decode->workspace, decode->workspace_floats, AttentionOut::bf16(att_b_.data()), stream_);
   } else {
     rope_store_kv_rows({q.p, k.p, v.p, q.ld, k.ld, v.ld}, inv_freq_, rows, static_cast<int>(n), heads, cache,
                        q_b_.data(), stream_);

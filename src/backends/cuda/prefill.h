@@ -92,7 +92,7 @@ class Prefill {
   int64_t packed_ld_ = 0, rank_ld_ = 0;
   // q, k and v rows of a low-rank q|k|v side by side ([n, q_dim] then two
   // [n, kv_dim]), where one batched GEMM of stacked second factors writes them.
-  DeviceBuffer<float> x_, packed_, qkv_, att_, gate_, up_, logits_;
+  DeviceBuffer<float> x_, packed_, qkv_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
 };
 

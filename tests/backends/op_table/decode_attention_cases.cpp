@@ -6,7 +6,7 @@
 // (every length up to 300 for one shape); one sequence over shuffled blocks;
 // batches of 2 to 33 sequences at lengths from 1 to 1100 with padding rows,
 // over block tables of blocks of 16, 64 and 256, for GQA ratios 1 to 8 and
-// head sizes 64, 80, 96, 128 and 256. q, k and v are column slices of one
+// head sizes 64, 80, 96, 128 and 256; bf16 output rows for some batches. q, k and v are column slices of one
 // packed row of odd stride. Pool rows that no sequence has filled (the
 // tokens' own slots, rows past each length, blocks nobody owns) are NaN:
 // the op must take the tokens' k and v from its inputs and never read
@@ -32,10 +32,12 @@ using std::to_string;
 class DecodeAttention final : public OpCase {
  public:
   // Row b at position lens[b] - 1, or a padding row where lens[b] is 0.
+  // out_type: the output rows' (bf16: what the GEMM path's o projection reads).
   DecodeAttention(ElementType type, HeadShape s, int max_ctx, std::vector<int> lens, int block_size, bool shuffled,
-                  bool pdl, std::string model)
-      : OpCase("decode_attention", params(type, s, max_ctx, lens, block_size, shuffled, pdl, model), !model.empty()),
-        type_(type), s_(s), max_ctx_(max_ctx), pdl_(pdl), batch_(static_cast<int>(lens.size())),
+                  bool pdl, std::string model, ElementType out_type = ElementType::F32)
+      : OpCase("decode_attention", params(type, s, max_ctx, lens, block_size, shuffled, pdl, model, out_type),
+               !model.empty()),
+        type_(type), out_type_(out_type), s_(s), max_ctx_(max_ctx), pdl_(pdl), batch_(static_cast<int>(lens.size())),
         q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
         ld_(q_dim_ + 2 * kv_dim_ + 3), layout_(lens, block_size, max_ctx, shuffled) {
     for (int len : lens) pos_.push_back(len - 1);
@@ -64,9 +66,11 @@ class DecodeAttention final : public OpCase {
     // padding row must be zeros, and one row's error must not hide in a batch.
     Tolerance tol = type_ == ElementType::F32 ? relative_l2(1e-5, "fp32 softmax and sums in other orders")
                                               : relative_l2(1e-3, "the serving path's bound over a bf16 cache");
+    if (out_type_ == ElementType::BF16)  // values near a rounding boundary land one bf16 ulp apart
+      tol = relative_l2(4e-3, "the serving path's bound, output rows rounded to bf16");
     tol.row = q_dim_;
     tol.row_rel = tol.rel;
-    return {{"out", out, tol},
+    return {{"out", as_stored(out, out_type_), tol},
             {"k pool", kc, rope_tolerance(type_)},
             {"v pool", vc, exact("v stored as it came, rounded for bf16; no other row written")}};
   }
@@ -74,7 +78,8 @@ class DecodeAttention final : public OpCase {
   std::unique_ptr<DeviceOp> upload(Device&) const override {
     struct State {
       DeviceArray k_pool, v_pool;
-      DeviceBuffer<float> rows, inv, workspace, out;
+      DeviceBuffer<float> rows, inv, workspace;
+      DeviceArray out;
       DeviceBuffer<int> pos;
       DeviceBuffer<int32_t> tables;
     };
@@ -83,7 +88,7 @@ class DecodeAttention final : public OpCase {
                 to_device(packed()),
                 to_device(rope_frequencies(s_.head_dim, false)),
                 DeviceBuffer<float>(cuda::plan_decode_attention(s_, max_ctx_, batch_).workspace_floats),
-                poisoned<float>(batch_ * q_dim_),
+                DeviceArray(static_cast<size_t>(batch_ * q_dim_), out_type_),
                 to_device(pos_),
                 to_device(layout_.tables)};
     state.workspace.zero();
@@ -96,7 +101,10 @@ class DecodeAttention final : public OpCase {
           cuda::decode_attention({r, r + q_dim, r + q_dim + kv_dim, ld, ld, ld}, st.inv.data(),
                                  {st.k_pool.data(), st.v_pool.data(), block_size, num_blocks, st.k_pool.type()},
                                  {st.pos.data(), nullptr, st.tables.data(), max_blocks}, batch, max_ctx, s,
-                                 st.workspace.data(), st.workspace.size(), st.out.data(), stream, pdl);
+                                 st.workspace.data(), st.workspace.size(),
+                                 st.out.type() == ElementType::BF16 ? cuda::AttentionOut::bf16(st.out.data())
+                                                                    : cuda::AttentionOut(static_cast<float*>(st.out.data())),
+                                 stream, pdl);
         },
         [](State& st, cudaStream_t) {
           return Outputs{st.out.download(), st.k_pool.download(), st.v_pool.download()};
@@ -116,13 +124,15 @@ class DecodeAttention final : public OpCase {
 
  private:
   static std::string params(ElementType type, HeadShape s, int max_ctx, const std::vector<int>& lens,
-                            int block_size, bool shuffled, bool pdl, const std::string& model) {
+                            int block_size, bool shuffled, bool pdl, const std::string& model,
+                            ElementType out_type) {
     std::string p = type_name(type) + " " + describe(s) + " ctx=" + to_string(max_ctx);
     p += lens.size() == 1 ? " len=" + to_string(lens[0])
                           : " batch=" + to_string(lens.size()) +
                                 " max_len=" + to_string(*std::max_element(lens.begin(), lens.end()));
     if (block_size != cuda::kDefaultBlockSize) p += " bs=" + to_string(block_size);
-    return p + (shuffled ? " shuffled" : "") + (pdl ? " pdl" : "") + (model.empty() ? "" : " " + model);
+    return p + (shuffled ? " shuffled" : "") + (pdl ? " pdl" : "") + (out_type == ElementType::BF16 ? " out bf16" : "") +
+           (model.empty() ? "" : " " + model);
   }
   float stored(float x) const { return type_ == ElementType::BF16 ? round_bf16(x) : x; }
   // The pool as the step finds it: each sequence's rows before its token.
@@ -139,7 +149,7 @@ class DecodeAttention final : public OpCase {
     for (int b = 0; b < batch_; ++b) std::copy_n(&q[b * q_dim_], q_dim_, &rows[b * ld_]);
     return rows;
   }
-  ElementType type_;
+  ElementType type_, out_type_;
   HeadShape s_;
   int max_ctx_;
   bool pdl_;
@@ -192,6 +202,12 @@ void add_decode_attention_cases(Table& t) {
   for (int len : {512, 4096}) add(ElementType::BF16, llama7b, 4096, {len}, kBs, false, true, "llama-7b");
   for (int len : {1024, 8192}) add(ElementType::BF16, llama3, 8192, {len}, kBs, false, true, "llama-3-8b");
   add(ElementType::BF16, llama7b, 4096, std::vector<int>(8, 512), kBs, true, true, "llama-7b");
+
+  // bf16 output rows (the GEMM path's decode steps): batches with padding
+  // rows, a row past max_ctx's NaN check aside, GQA and MHA.
+  for (const HeadShape& s : {HeadShape{8, 8, 64}, HeadShape{16, 4, 128}, HeadShape{14, 2, 80}})
+    t.push_back(std::make_unique<DecodeAttention>(ElementType::BF16, s, 1100, std::vector<int>{300, 0, 1, 1100, 64},
+                                                  64, true, true, "", ElementType::BF16));
 }
 
 }  // namespace fsvd::optable
