@@ -2,7 +2,6 @@
 // of model.safetensors + flashsvd.json + the tokenizer), which loads fastest.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include "apps/output_dir.h"
 #include "apps/store_tokenizer.h"
 #include "core/error.h"
+#include "families/config_json.h"
 #include "families/encoder_family.h"
 #include "families/encoder_writer.h"
 #include "families/load.h"
@@ -56,13 +56,8 @@ void convert_encoder(const std::string& in, const ConvertFlags& f) {
   check(f.tokenizer.empty(), "--tokenizer", "does not apply to encoders (they carry their vocabulary)");
   std::fprintf(stderr, "loading %s\n", in.c_str());
   const EncoderModel model = load_encoder(in);
-  nlohmann::json provenance;
   const fs::path record = fs::path(in) / kEncoderProvenanceFile;
-  if (fs::exists(record)) {
-    std::ifstream file(record);
-    provenance = nlohmann::json::parse(file, nullptr, false);
-    check(!provenance.is_discarded(), record.string(), "is not valid JSON");
-  }
+  const nlohmann::json provenance = fs::exists(record) ? read_json_file(record.string()) : nlohmann::json();
   const DType dtype = parse_dtype(f.dtype);
   save_encoder(model, in, f.out, provenance, dtype);
   std::fprintf(stderr, "wrote %s: %s encoder, %lld parameters, matrices as %s\n", f.out.c_str(),

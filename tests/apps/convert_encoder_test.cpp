@@ -66,7 +66,7 @@ TEST_F(ConvertEncoder, KeepsTheCompressionRecordAndRefusesATokenizer) {
   dir_.write("flashsvd_compression.json", "{not json");
   const testing::CliResult bad = run_cli("convert -m " + dir_.path() + " -o " + out_.file("b"));
   EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("is not valid JSON"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("flashsvd_compression.json: not valid JSON"), std::string::npos) << bad.err;
 }
 
 }  // namespace

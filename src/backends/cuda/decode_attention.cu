@@ -544,7 +544,6 @@ void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLa
   check(qkv.q != nullptr && qkv.k != nullptr && qkv.v != nullptr && inv_freq != nullptr && workspace != nullptr &&
             out.data != nullptr,
         where, "null argument");
-  check(out.type == ElementType::F32 || out.type == ElementType::BF16, where, "output rows must be fp32 or bf16");
   const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim, kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
   check(qkv.ldq >= q_dim && qkv.ldk >= kv_dim && qkv.ldv >= kv_dim, where, "row strides ", qkv.ldq,
         ", ", qkv.ldk, ", ", qkv.ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");

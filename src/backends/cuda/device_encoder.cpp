@@ -108,51 +108,51 @@ EncoderQkv DeviceEncoder::qkv(const PackedLinear& p) {
     rows += round_up8(d.parts[i].rows);
   }
   // The stack re-spaced so every part starts at a multiple of 8 rows; the
-  // dense parts' biases at their rows of one vector for the first GEMM.
+  // dense parts' biases at their rows of one vector for the first GEMM; the
+  // low-rank parts' second factors and biases, in order.
   Tensor spaced({rows, in}), first_bias({rows});
   bool dense_bias = false;
-  const bool padded = pad_.padded != pad_.head_dim;
-  auto second = [&](const PackedLinear::Part& part) {
-    return padded ? pad_rows(part.second, 0, part.second.dim(0), pad_) : part.second;
-  };
-  auto second_bias = [&](const PackedLinear::Part& part) {
-    return padded ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias;
-  };
-  const bool stack = std::all_of(p.parts.begin(), p.parts.end(), [&](const PackedLinear::Part& part) {
-    const PackedLinear::Part& q = p.parts[0];
-    return !part.second.empty() && part.second.shape() == q.second.shape() && part.bias.empty() == q.bias.empty();
-  });
-  if (stack) {
-    const Tensor s0 = second(p.parts[0]);
-    const int64_t out = s0.dim(0), r = s0.dim(1);
-    Tensor seconds({3 * out, r}), biases({3 * out});
-    for (size_t i = 0; i < 3; ++i) {
-      const Tensor s = second(p.parts[i]);
-      std::copy(s.data(), s.data() + s.numel(), seconds.data() + i * out * r);
-      if (!p.parts[i].bias.empty()) {
-        const Tensor b = second_bias(p.parts[i]);
-        std::copy(b.data(), b.data() + b.numel(), biases.data() + i * out);
-      }
+  auto padded = [&](const Tensor& t) { return pad_.padded != pad_.head_dim ? pad_rows(t, 0, t.dim(0), pad_) : t; };
+  std::vector<Tensor> seconds, biases;
+  for (size_t i = 0; i < 3; ++i) {
+    const PackedLinear::Part& part = p.parts[i];
+    std::copy(blocks[i].data(), blocks[i].data() + blocks[i].numel(), spaced.data() + d.parts[i].offset * in);
+    if (!part.second.empty()) {
+      seconds.push_back(padded(part.second));
+      biases.push_back(part.bias.empty() ? Tensor() : padded(part.bias));
+    } else if (!part.bias.empty()) {
+      const Tensor b = padded(part.bias);
+      std::copy(b.data(), b.data() + b.numel(), first_bias.data() + d.parts[i].offset);
+      dense_bias = true;
     }
-    d.stacked_second = matrix(seconds);
-    if (!p.parts[0].bias.empty()) d.stacked_bias = vector(biases);
+  }
+  // Three low-rank parts of one shape, all with biases or none: stacked
+  // (EncoderQkv::stacked_second); otherwise one upload each.
+  const bool stack = seconds.size() == 3 && std::all_of(seconds.begin(), seconds.end(), [&](const Tensor& t) {
+                       return t.shape() == seconds[0].shape();
+                     }) && std::all_of(biases.begin(), biases.end(), [&](const Tensor& b) {
+                       return b.empty() == biases[0].empty();
+                     });
+  if (stack) {
+    const int64_t out = seconds[0].dim(0);
+    d.stacked_second = matrix(concat_rows(seconds));
+    if (!biases[0].empty()) {
+      Tensor stacked({3 * out});
+      for (size_t i = 0; i < 3; ++i) std::copy(biases[i].data(), biases[i].data() + out, stacked.data() + i * out);
+      d.stacked_bias = vector(stacked);
+    }
     for (size_t i = 0; i < 3; ++i) {
       d.parts[i].second = row_slice(d.stacked_second, i * out, (i + 1) * out);
       if (d.stacked_bias)
         d.parts[i].bias = static_cast<const uint8_t*>(d.stacked_bias) + i * out * element_bytes(type_);
     }
-  }
-  for (size_t i = 0; i < 3; ++i) {
-    const PackedLinear::Part& part = p.parts[i];
-    std::copy(blocks[i].data(), blocks[i].data() + blocks[i].numel(), spaced.data() + d.parts[i].offset * in);
-    if (!part.second.empty()) {
-      if (stack) continue;
-      d.parts[i].second = matrix(second(part));
-      if (!part.bias.empty()) d.parts[i].bias = vector(second_bias(part));
-    } else if (!part.bias.empty()) {
-      const Tensor b = pad_.padded != pad_.head_dim ? pad_rows(part.bias, 0, part.bias.dim(0), pad_) : part.bias;
-      std::copy(b.data(), b.data() + b.numel(), first_bias.data() + d.parts[i].offset);
-      dense_bias = true;
+  } else {
+    size_t j = 0;  // the next low-rank part's
+    for (size_t i = 0; i < 3; ++i) {
+      if (p.parts[i].second.empty()) continue;
+      d.parts[i].second = matrix(seconds[j]);
+      d.parts[i].bias = vector(biases[j]);
+      ++j;
     }
   }
   d.first = matrix(spaced);

@@ -168,34 +168,34 @@ void DeviceModel::fill_matrix(const DeviceMatrix& m, int64_t row0, int64_t rows,
 }
 
 DevicePacked DeviceModel::synthetic_packed(const SyntheticSpec& spec, int layer, int64_t in,
-                                           std::initializer_list<SyntheticPart> parts) {
+                                           std::initializer_list<SyntheticPart> parts_list) {
+  const std::vector<SyntheticPart> parts(parts_list);
   DevicePacked d;
+  std::vector<int64_t> ranks;  // < 0: dense
   int64_t total = 0;
-  std::vector<int64_t> ranks;
   for (const SyntheticPart& p : parts) {
     const int64_t r = spec.rank(layer, p.w, p.out, in), rows = r < 0 ? p.out : r;
     ranks.push_back(r);
     d.parts.push_back({total, rows, DeviceMatrix{}, nullptr});
     total += round_up8(rows);
   }
-  // Stacked as upload_packed would (synthetic weights have no biases).
-  const SyntheticPart* p = parts.begin();
-  const bool stack = parts.size() > 1 && std::all_of(parts.begin(), parts.end(), [&](const SyntheticPart& q) {
-    const size_t i = static_cast<size_t>(&q - p);
-    return ranks[i] >= 0 && ranks[i] == ranks[0] && q.out == p->out;
-  });
+  // Stacked as upload_packed would (synthetic weights have no biases): every
+  // part low-rank, of the first's rank and output size.
+  bool stack = parts.size() > 1;
+  for (size_t i = 0; i < parts.size(); ++i)
+    stack = stack && ranks[i] >= 0 && ranks[i] == ranks[0] && parts[i].out == parts[0].out;
   d.first = allocate_matrix(total, in, round_up8(in));
   if (stack) {
-    d.stacked_second = allocate_matrix(static_cast<int64_t>(parts.size()) * p->out, ranks[0], round_up8(ranks[0]));
+    d.stacked_second = allocate_matrix(static_cast<int64_t>(parts.size()) * parts[0].out, ranks[0], round_up8(ranks[0]));
     view_stacked_seconds(d);
   }
-  for (DevicePacked::Part& part : d.parts) {
-    fill_matrix(d.first, part.offset, part.rows, synthetic_tensor_id(layer, p->w, 0), synthetic_scale(in));
-    if (spec.rank(layer, p->w, p->out, in) >= 0) {
-      if (!stack) part.second = allocate_matrix(p->out, part.rows, round_up8(part.rows));
-      fill_matrix(part.second, 0, p->out, synthetic_tensor_id(layer, p->w, 1), synthetic_scale(part.rows));
-    }
-    ++p;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    DevicePacked::Part& part = d.parts[i];
+    const SyntheticPart& p = parts[i];
+    fill_matrix(d.first, part.offset, part.rows, synthetic_tensor_id(layer, p.w, 0), synthetic_scale(in));
+    if (ranks[i] < 0) continue;
+    if (!stack) part.second = allocate_matrix(p.out, part.rows, round_up8(part.rows));
+    fill_matrix(part.second, 0, p.out, synthetic_tensor_id(layer, p.w, 1), synthetic_scale(part.rows));
   }
   return d;
 }
