@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.h"
+#include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/row_runs.cuh"
 
 namespace fsvd::cuda {
@@ -27,6 +29,8 @@ __global__ void add_bias_kernel(float* y, int64_t ld, const float* b, int64_t ro
 template <typename In, typename Out>
 __global__ void silu_mul_kernel(const In* gate, int64_t ld_gate, const In* up, int64_t ld_up, int64_t rows,
                                 int64_t cols, Out* out) {
+  allow_next_kernel_to_launch();  // a dependent launch (dependent_launch.h)
+  wait_for_previous_kernel();
   for_each_run(rows, cols, [&](int64_t r, int64_t c0, int n) {
     float g[kRun], u[kRun];
     load_run(gate + r * ld_gate + c0, n, g);
@@ -40,8 +44,8 @@ __global__ void silu_mul_kernel(const In* gate, int64_t ld_gate, const In* up, i
 template <typename In, typename Out>
 void launch_silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, int64_t rows, int64_t cols,
                      void* out, cudaStream_t stream) {
-  silu_mul_kernel<<<grid_for(rows, cols), kThreads, 0, stream>>>(
-      static_cast<const In*>(gate), ld_gate, static_cast<const In*>(up), ld_up, rows, cols, static_cast<Out*>(out));
+  launch_dependent(silu_mul_kernel<In, Out>, grid_for(rows, cols), kThreads, 0, stream, static_cast<const In*>(gate),
+                   ld_gate, static_cast<const In*>(up), ld_up, rows, cols, static_cast<Out*>(out));
 }
 
 struct StageParams {

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/event_timer.h"
+#include "backends/cuda/skinny_gemm.h"
 #include "core/error.h"
 
 namespace fsvd::cuda {
@@ -122,6 +123,8 @@ void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, voi
   check(!accumulate || y_type == ElementType::F32 || y_type == w.type, "Gemm::run",
         "accumulation needs an fp32 output or one of the weights' type");
   if (n == 0) return;
+  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, accumulate};
+  if (!bias && epilogue == Epilogue::bias && skinny_gemm_supports(skinny, n)) return skinny_gemm(skinny, n, stream_);
   multiply({w.rows, n, w.cols, w.ld, ldx, ldy, 0, 0, 0, 1, w.type, y_type, accumulate, bias != nullptr,
             epilogue == Epilogue::gelu_bias},
            w.data, x, y, bias);
@@ -132,6 +135,8 @@ void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_
   check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
         "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
   if (n == 0) return;
+  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, false, batch, x_step, y_step};
+  if (!bias && skinny_gemm_supports(skinny, n)) return skinny_gemm(skinny, n, stream_);
   multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false,
             bias != nullptr, false},
            w.data, x, y, bias);

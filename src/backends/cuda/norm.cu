@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/dependent_launch.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/reduce.cuh"
 
@@ -28,6 +29,8 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rmsnorm_kernel(const float* x, const float* w, int64_t dim, float eps, T* out) {
   __shared__ double partial[kThreads / 32];
+  allow_next_kernel_to_launch();  // a dependent launch (dependent_launch.h)
+  wait_for_previous_kernel();
   const float* xr = x + blockIdx.x * dim;
   T* yr = out + blockIdx.x * dim;
   const bool vec = dim % 4 == 0 && reinterpret_cast<uintptr_t>(xr) % 16 == 0 &&
@@ -64,9 +67,10 @@ void rmsnorm(const float* x, const float* w, int64_t n, int64_t dim, float eps, 
   check(n >= 1 && n <= INT32_MAX && dim >= 1, where, "shape [", n, ", ", dim, "]");
   const auto grid = static_cast<unsigned>(n);
   if (out_type == ElementType::F32)
-    rmsnorm_kernel<<<grid, kThreads, 0, stream>>>(x, w, dim, eps, static_cast<float*>(out));
+    launch_dependent(rmsnorm_kernel<float>, grid, kThreads, 0, stream, x, w, dim, eps, static_cast<float*>(out));
   else
-    rmsnorm_kernel<<<grid, kThreads, 0, stream>>>(x, w, dim, eps, static_cast<__nv_bfloat16*>(out));
+    launch_dependent(rmsnorm_kernel<__nv_bfloat16>, grid, kThreads, 0, stream, x, w, dim, eps,
+                     static_cast<__nv_bfloat16*>(out));
   FSVD_CUDA_CHECK_LAUNCH("rmsnorm_kernel");
 }
 

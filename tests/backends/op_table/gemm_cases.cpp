@@ -1,5 +1,5 @@
-// Cases of the prefill GEMM (cuBLASLt): Y = X·Wᵀ for bf16 and fp32 operands,
-// written fp32 or bf16 or added to Y (the residual, fp32 or the encoder's
+// Cases of the GEMM (cuBLASLt, or skinny_gemm for a decode step's few
+// rows): Y = X·Wᵀ for bf16 and fp32 operands, written fp32 or bf16 or added to Y (the residual, fp32 or the encoder's
 // bf16), plus a bias and GELU in the epilogue (the encoder's), with padded row
 // strides (the columns past a row's end keep their values), a chunk long
 // enough for the algorithm choice by timing, and the batched form prefill
@@ -14,6 +14,7 @@
 #include "backends/cpu/linear_ops.h"
 #include "backends/cpu/ops.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/skinny_gemm.h"
 #include "backends/op_table/families.h"
 #include "backends/op_table/inputs.h"
 #include "core/tensor.h"
@@ -224,6 +225,23 @@ void add_gemm_cases(Table& t) {
       t.push_back(std::make_unique<GemmRun>(Problem{type, s.out, s.in, s.n, type}, true, "", Epilogue{true, false}));
     }
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, false, "", Epilogue{true, true}));
+  }
+  // Decode steps: odd shapes, K split over a cluster or not, bf16 rows added
+  // to; a batch's sequences at LLaMA-7B keep 0.5 and dense shapes (up to
+  // cuda::kSkinnyMaxRows rows on skinny_gemm, more on cuBLASLt).
+  for (const Shape& s : {Shape{1000, 300, 3}, Shape{200, 2000, 7}, Shape{130, 520, 8}, Shape{9, 4099, 33}}) {
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kF32}, true, ""));
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, true, ""));
+    t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, s.out, s.in, s.n, kF32}, 3, ""));
+  }
+  for (const int64_t rows : {cuda::kSkinnyMaxRows, int64_t{64}}) {
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 3072, 4096, rows, kBf16}, false, "llama-7b keep0.5 q|k|v first"));
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, rows, kF32}, true, "llama-7b keep0.5 o second"));
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 1492, 11008, rows, kBf16}, false, "llama-7b keep0.5 down first"));
+    t.push_back(
+        std::make_unique<GemmBatched>(Problem{kBf16, 11008, 1496, rows, kBf16}, 2, "llama-7b keep0.5 gate,up second"));
+    t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, 4096, 1024, rows, kF32}, 3, "llama-7b keep0.5 q,k,v second"));
+    t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 11008, rows, kF32}, true, "llama-7b dense down"));
   }
   // A LLaMA-7B prefill chunk of 2048 tokens: keep 0.5 (attention ranks
   // 1024, MLP 1492) and dense.

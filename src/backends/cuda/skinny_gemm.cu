@@ -1,0 +1,288 @@
+// Skinny GEMM (see skinny_gemm.h): Y = X · Wᵀ for n <= 8 rows of X.
+//
+// Work layout. A CTA of 4 warps owns 64 rows of W (16 a warp: one m16 tile
+// of mma.m16n8k16, W as the A operand) and a slice of K; the n rows of X are
+// the B operand, one n8 tile (zero rows past n, never stored). The CTA
+// streams its W tile and the matching columns of X through a ring of kStages
+// shared-memory stages of 128 columns (cp.async, XOR-swizzled 16-byte chunks
+// so ldmatrix reads 8 rows from distinct banks), kStages - 1 stages in flight
+// while one is multiplied: a product of a few MB reaches the weight bandwidth
+// only with tens of KB in flight per SM from its first microsecond.
+//
+// Programmatic dependent launch. W never depends on the previous kernel, so
+// its first kStages - 1 stages are requested before the CTA waits for the
+// previous kernel; X (the previous kernel's output) is requested after.
+// Before waiting, the CTA lets the next kernel launch: its CTAs take SMs as
+// this one's retire and start their own weight stream.
+//
+// Split-K. When the row tiles alone would not fill two CTAs per SM, K is cut
+// into slices (as many as still fit one wave: a second wave would double a
+// short product's time) whose CTAs form a cluster: each leaves its partial
+// sums in shared memory, and after a cluster barrier each sums a share of the
+// outputs over all slices in slice order through distributed shared memory.
+// The order of every sum depends only on W's shape, so a row's result does
+// not depend on n or on the other rows.
+//
+// Up to 8 rows only: the same stream with 2-8 n8 tiles (and two m16 tiles a
+// warp from 32 rows) lost to cuBLASLt from 16 rows on
+// (bench/results/2026-12-02-session18/README.md).
+#include "backends/cuda/skinny_gemm.h"
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "backends/cuda/cp_async.cuh"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernel_helpers.cuh"
+#include "backends/cuda/mma.cuh"
+#include "core/error.h"
+
+namespace fsvd::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileRows = kWarps * 16;   // rows of W a CTA
+constexpr int kXRows = 8;                // one n8 tile
+constexpr int kStageCols = 128;          // columns of K a stage
+constexpr int kChunks = kStageCols / 8;  // 16-byte chunks of a stage's row
+constexpr int kRowBytes = kStageCols * 2;
+constexpr int kStageBytes = (kTileRows + kXRows) * kRowBytes;
+constexpr int kStages = 4;               // 72 KB of ring: two CTAs an SM
+constexpr int kCtasPerSm = 2;
+constexpr int kMaxSplits = 8;  // the portable cluster size
+
+struct Params {
+  const __nv_bfloat16* w;
+  const __nv_bfloat16* x;
+  void* y;
+  int64_t ldw, ldx, ldy;
+  int64_t w_step, x_step, y_step;  // product blockIdx.y's offsets, in elements
+  int n_out, k, rows;  // W is [n_out, k]; X has `rows` rows
+  int splits, slice_cols;  // CTAs per row tile (the cluster) and the columns of each
+};
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled stage.
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
+}
+
+// Rows [0, kRows) of a stage from the rows of a matrix with `valid` rows,
+// columns [k0, k0 + kStageCols) of `k`: chunks past either end become zeros
+// (src-size 0 reads nothing; the address stays one that exists).
+template <int kRows>
+__device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m, int64_t ld, int valid, int k0,
+                                           int k) {
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(kRows % kRowsPerPass == 0, "whole passes");
+  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
+  const int col = k0 + chunk * 8;
+  const int col_bytes = 2 * min(max(k - col, 0), 8);
+#pragma unroll
+  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
+    const int r = row + it * kRowsPerPass;
+    const bool ok = r < valid && col_bytes > 0;
+    cp_async16(tile + swizzled(r, chunk), ok ? m + r * ld + col : m, ok ? col_bytes : 0);
+  }
+}
+
+template <int kN>
+__device__ __forceinline__ void cp_async_wait_pending() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
+}
+
+// kBf16Out: Y is bf16, else fp32.
+template <bool kBf16Out, bool kAccumulate>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const __grid_constant__ Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t ring = shared_address(smem);
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int tile = blockIdx.x / p.splits, slice = blockIdx.x % p.splits;  // slice = rank in the cluster
+  const int row0 = tile * kTileRows;
+  const __nv_bfloat16* w = p.w + blockIdx.y * p.w_step + row0 * p.ldw;
+  const __nv_bfloat16* x = p.x + blockIdx.y * p.x_step;
+  const int k_begin = slice * p.slice_cols;
+  const int k_end = min(p.k, k_begin + p.slice_cols);
+  const int stages = (k_end - k_begin + kStageCols - 1) / kStageCols;
+  const int w_rows = p.n_out - row0;
+
+  auto load_w = [&](int s) {
+    load_stage<kTileRows>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows, k_begin + s * kStageCols, k_end);
+  };
+  auto load_x = [&](int s) {
+    load_stage<kXRows>(ring + (s % kStages) * kStageBytes + kTileRows * kRowBytes, x, p.ldx, p.rows,
+                       k_begin + s * kStageCols, k_end);
+  };
+  // Every stage a group (empty past the slice's end), so waiting for "all
+  // but the newest kStages - 2" always means the stage about to be used.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < stages) load_w(s);
+    cp_async_commit();
+  }
+  allow_next_kernel_to_launch();
+  wait_for_previous_kernel();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s)
+    if (s < stages) load_x(s);
+  cp_async_commit();
+
+  // ldmatrix row addresses (before the swizzle). A = W: lanes 16-31 address
+  // columns 8-15. B = X: lanes 8-15 address columns 8-15.
+  const int a_row = warp * 16 + (lane & 15), a_half = lane >> 4;
+  const int b_row = lane & 7, b_half = (lane >> 3) & 1;
+
+  float acc[4] = {};
+  for (int s = 0; s < stages; ++s) {
+    if (s == 0)
+      cp_async_wait_pending<0>();
+    else
+      cp_async_wait_pending<kStages - 2>();
+    __syncthreads();  // stage s visible to all; everyone is done with stage s - 1's slot
+    if (s + kStages - 1 < stages) {
+      load_w(s + kStages - 1);
+      load_x(s + kStages - 1);
+    }
+    cp_async_commit();
+
+    const uint32_t w_tile = ring + (s % kStages) * kStageBytes, x_tile = w_tile + kTileRows * kRowBytes;
+#pragma unroll
+    for (int kk = 0; kk < kChunks / 2; ++kk) {
+      uint32_t a[4], b[2];
+      ldmatrix_x4(a, w_tile + swizzled(a_row, 2 * kk + a_half));
+      ldmatrix_x2(b, x_tile + swizzled(b_row, 2 * kk + b_half));
+      mma_bf16(acc, a, b[0], b[1]);
+    }
+  }
+
+  // Output element (X row r, W row m of the tile) into Y.
+  auto store = [&](int r, int m, float v) {
+    if (r >= p.rows || row0 + m >= p.n_out) return;
+    const int64_t at = blockIdx.y * p.y_step + r * p.ldy + row0 + m;
+    if constexpr (kBf16Out) {
+      __nv_bfloat16* y = static_cast<__nv_bfloat16*>(p.y) + at;
+      *y = __float2bfloat16(kAccumulate ? __bfloat162float(*y) + v : v);
+    } else {
+      float* y = static_cast<float*>(p.y) + at;
+      *y = kAccumulate ? *y + v : v;
+    }
+  };
+  // Fragment element e: W row m_of(e), X row r_of(e).
+  auto m_of = [&](int e) { return warp * 16 + (lane >> 2) + 8 * (e >> 1); };
+  auto r_of = [&](int e) { return 2 * (lane & 3) + (e & 1); };
+  if (p.splits == 1) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) store(r_of(e), m_of(e), acc[e]);
+    return;
+  }
+
+  // Split-K: partial sums [X row][W row] in this CTA's ring (rows padded by
+  // 4 floats: the fragment's stores hit 32 banks), then each CTA of the
+  // cluster sums a share of the outputs, 4 at a time, over the slices, every
+  // slice's value requested before any is added.
+  constexpr int kLd = kTileRows + 4, kQuads = kXRows * kTileRows / 4;
+  cp_async_wait_pending<0>();  // only empty groups remain, but the ring is reused
+  __syncthreads();
+  float* partial = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) partial[r_of(e) * kLd + m_of(e)] = acc[e];
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  for (int q = slice * kThreads + threadIdx.x; q < kQuads; q += p.splits * kThreads) {
+    const int r = q / (kTileRows / 4), m = q % (kTileRows / 4) * 4;
+    float4 v[kMaxSplits];
+#pragma unroll
+    for (int s = 0; s < kMaxSplits; ++s)
+      if (s < p.splits) v[s] = *reinterpret_cast<const float4*>(cluster.map_shared_rank(partial, s) + r * kLd + m);
+    float4 sum = v[0];
+#pragma unroll
+    for (int s = 1; s < kMaxSplits; ++s)
+      if (s < p.splits) sum.x += v[s].x, sum.y += v[s].y, sum.z += v[s].z, sum.w += v[s].w;
+    store(r, m, sum.x);
+    store(r, m + 1, sum.y);
+    store(r, m + 2, sum.z);
+    store(r, m + 3, sum.w);
+  }
+  cluster.sync();  // the other CTAs' partial sums stay until all have read them
+}
+
+template <bool kBf16Out, bool kAccumulate>
+void launch(const Params& p, int tiles, int batch, cudaStream_t stream) {
+  constexpr int kSmem = kStages * kStageBytes;
+  const auto kernel = skinny_gemm_kernel<kBf16Out, kAccumulate>;
+  FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(tiles * p.splits), static_cast<unsigned>(batch), 1);
+  config.blockDim = dim3(kThreads, 1, 1);
+  config.dynamicSmemBytes = kSmem;
+  config.stream = stream;
+  cudaLaunchAttribute attrs[2] = {};
+  attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[0].val.programmaticStreamSerializationAllowed = 1;
+  attrs[1].id = cudaLaunchAttributeClusterDimension;
+  attrs[1].val.clusterDim.x = static_cast<unsigned>(p.splits);
+  attrs[1].val.clusterDim.y = attrs[1].val.clusterDim.z = 1;
+  config.attrs = attrs;
+  config.numAttrs = p.splits > 1 ? 2 : 1;
+  FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
+  return g.w.type == ElementType::BF16 && n >= 1 && n <= kSkinnyMaxRows && aligned16(g.w.data) &&
+         aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 && g.w.rows <= INT_MAX / 2 &&
+         g.w.cols <= INT_MAX / 2;
+}
+
+void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
+  const char* where = "skinny_gemm";
+  check(skinny_gemm_supports(g, n), where, "unsupported product: W [", g.w.rows, ", ", g.w.cols, "] ld ", g.w.ld,
+        ", n ", n, ", ldx ", g.ldx, " (bf16, 1..", kSkinnyMaxRows, " rows, 16-byte aligned rows)");
+  check(g.w.rows >= 1 && g.w.cols >= 1 && g.w.ld >= g.w.cols && g.ldx >= g.w.cols && g.ldy >= g.w.rows &&
+            g.y != nullptr && g.batch >= 1,
+        where, "bad operands: W [", g.w.rows, ", ", g.w.cols, "], ldx ", g.ldx, ", ldy ", g.ldy);
+  int device = 0, sms = 0;
+  FSVD_CUDA_CHECK(cudaGetDevice(&device));
+  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+
+  Params p{};
+  p.w = static_cast<const __nv_bfloat16*>(g.w.data);
+  p.x = static_cast<const __nv_bfloat16*>(g.x);
+  p.y = g.y;
+  p.ldw = g.w.ld;
+  p.ldx = g.ldx;
+  p.ldy = g.ldy;
+  p.w_step = g.w.rows * g.w.ld;
+  p.x_step = g.x_step;
+  p.y_step = g.y_step;
+  p.n_out = static_cast<int>(g.w.rows);
+  p.k = static_cast<int>(g.w.cols);
+  p.rows = static_cast<int>(n);
+  // The most slices (whole stages each) whose CTAs all fit at once.
+  const int tiles = static_cast<int>(ceil_div(g.w.rows, kTileRows));
+  const int stage_count = static_cast<int>(ceil_div(g.w.cols, kStageCols));
+  int splits = 1;
+  while (splits < std::min(kMaxSplits, stage_count) &&
+         int64_t{tiles} * (splits + 1) * g.batch <= int64_t{kCtasPerSm} * sms)
+    ++splits;
+  const int slice_stages = static_cast<int>(ceil_div(stage_count, splits));
+  p.splits = static_cast<int>(ceil_div(stage_count, slice_stages));
+  p.slice_cols = slice_stages * kStageCols;
+  check(int64_t{tiles} * p.splits <= INT_MAX && g.batch <= 65535, where, "too many rows for one launch");
+  const bool bf16 = g.y_type == ElementType::BF16;
+  if (bf16)
+    g.accumulate ? launch<true, true>(p, tiles, g.batch, stream) : launch<true, false>(p, tiles, g.batch, stream);
+  else
+    g.accumulate ? launch<false, true>(p, tiles, g.batch, stream) : launch<false, false>(p, tiles, g.batch, stream);
+}
+
+}  // namespace fsvd::cuda
