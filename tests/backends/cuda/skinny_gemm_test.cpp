@@ -1,0 +1,63 @@
+// What the op table (backends/op_table/gemm_cases.cpp runs skinny_gemm
+// through Gemm::run) does not check: which products skinny_gemm takes, and
+// that it refuses the others with a clear error before touching the device
+// (host only).
+#ifdef FLASHSVD_CUDA
+
+#include "backends/cuda/skinny_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "testing/fails_with.h"
+
+namespace fsvd::cuda {
+namespace {
+
+// A product the kernel takes: bf16 W [40, 64] (ld 64) and X at 16-byte
+// aligned (fake, never dereferenced) addresses.
+SkinnyGemm supported() {
+  SkinnyGemm g;
+  g.w = {reinterpret_cast<const void*>(uintptr_t{4096}), 40, 64, 64, ElementType::BF16};
+  g.x = reinterpret_cast<const void*>(uintptr_t{8192});
+  g.ldx = 64;
+  g.y = reinterpret_cast<void*>(uintptr_t{16384});
+  g.ldy = 40;
+  return g;
+}
+
+TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRows) {
+  const SkinnyGemm g = supported();
+  EXPECT_TRUE(skinny_gemm_supports(g, 1));
+  EXPECT_TRUE(skinny_gemm_supports(g, kSkinnyMaxRows));
+  EXPECT_FALSE(skinny_gemm_supports(g, 0));
+  EXPECT_FALSE(skinny_gemm_supports(g, kSkinnyMaxRows + 1));
+  SkinnyGemm f32 = g;
+  f32.w.type = ElementType::F32;
+  EXPECT_FALSE(skinny_gemm_supports(f32, 4));
+  SkinnyGemm odd_ld = g;
+  odd_ld.ldx = 68 + 1;
+  EXPECT_FALSE(skinny_gemm_supports(odd_ld, 4));
+  SkinnyGemm misaligned = g;
+  misaligned.x = reinterpret_cast<const void*>(uintptr_t{8192 + 8});
+  EXPECT_FALSE(skinny_gemm_supports(misaligned, 4));
+  SkinnyGemm odd_step = g;
+  odd_step.x_step = 12;
+  EXPECT_FALSE(skinny_gemm_supports(odd_step, 4));
+}
+
+TEST(CudaSkinnyGemm, RefusesWhatItDoesNotTake) {
+  SkinnyGemm g = supported();
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, 9, nullptr); }, "unsupported product"));
+  g.ldy = 39;  // shorter than a row of Y
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, 4, nullptr); }, "bad operands"));
+  g = supported();
+  g.y = nullptr;
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, 4, nullptr); }, "bad operands"));
+}
+
+}  // namespace
+}  // namespace fsvd::cuda
+
+#endif  // FLASHSVD_CUDA
