@@ -35,13 +35,15 @@ BatchRequest parse_batch_request(std::string_view line, const Tokenizer& tok, co
 }
 
 nlohmann::json batch_result(size_t index, const nlohmann::json& id, const std::string& text,
-                            const RequestResult& result) {
+                            const std::vector<int32_t>& prompt, const RequestResult& result) {
   return {{"index", index},
           {"id", id},
           {"text", text},
           {"prompt_tokens", result.prompt_tokens},
           {"completion_tokens", result.tokens.size()},
           {"finish_reason", finish_reason(result.stop_reason)},
+          {"prompt_token_ids", prompt},
+          {"token_ids", result.tokens},
           {"queue_s", result.queue_seconds},
           {"first_token_s", result.first_token_seconds},
           {"total_s", result.total_seconds}};

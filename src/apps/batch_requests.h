@@ -27,10 +27,12 @@ struct BatchRequest {
 BatchRequest parse_batch_request(std::string_view line, const Tokenizer& tokenizer, const GenerateOptions& defaults);
 
 // {"index", "id", "text", "prompt_tokens", "completion_tokens", "finish_reason",
-// "queue_s", "first_token_s", "total_s"} of a finished request (seconds from
-// its submission to admission, to its first token, to its end).
+// "prompt_token_ids", "token_ids", "queue_s", "first_token_s", "total_s"} of
+// a finished request (its prompt's token ids, as `prompt`, and the generated
+// ones; seconds from its submission to admission, to its first token, to its
+// end).
 nlohmann::json batch_result(size_t index, const nlohmann::json& id, const std::string& text,
-                            const RequestResult& result);
+                            const std::vector<int32_t>& prompt, const RequestResult& result);
 // {"index", "id", "error": {"message"}} of a line that could not run.
 nlohmann::json batch_error(size_t index, const nlohmann::json& id, const std::string& message);
 

@@ -109,8 +109,8 @@ void run(const ModelFlags& mf, const EngineFlags& ef, const BatchFlags& f) {
       r.options = next.options;
       const size_t index = next_index;
       r.on_text = [&texts, index](std::string_view t) { texts[index] += t; };
-      r.on_done = [&, index, id = next.id](const RequestResult& res) {
-        writer.put(index, batch_result(index, id, texts[index], res));
+      r.on_done = [&, index, id = next.id, prompt = next.prompt](const RequestResult& res) {
+        writer.put(index, batch_result(index, id, texts[index], prompt, res));
         texts.erase(index);
         ++finished;
         prompt_tokens += res.prompt_tokens;

@@ -103,14 +103,16 @@ TEST(BatchRequests, ResultsCarryOpenAiFinishReasons) {
   r.prompt_tokens = 4;
   r.tokens = {1, 2};
   r.stop_reason = "stop_string";
-  const json j = batch_result(3, "q", "hi", r);
+  const json j = batch_result(3, "q", "hi", {7, 8, 9, 10}, r);
   EXPECT_EQ(j["index"], 3);
   EXPECT_EQ(j["id"], "q");
   EXPECT_EQ(j["text"], "hi");
   EXPECT_EQ(j["completion_tokens"], 2);
   EXPECT_EQ(j["finish_reason"], "stop");
+  EXPECT_EQ(j["prompt_token_ids"], json::array({7, 8, 9, 10}));
+  EXPECT_EQ(j["token_ids"], json::array({1, 2}));
   r.first_token_seconds = 0.25;
-  EXPECT_EQ(batch_result(3, "q", "hi", r)["first_token_s"], 0.25);
+  EXPECT_EQ(batch_result(3, "q", "hi", {7}, r)["first_token_s"], 0.25);
   EXPECT_EQ(batch_error(1, nullptr, "bad")["error"]["message"], "bad");
 }
 
