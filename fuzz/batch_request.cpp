@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::string_view(reinterpret_cast<const char*>(data), size), tokenizer, fsvd::GenerateOptions{});
     fsvd::RequestResult result;
     result.prompt_tokens = static_cast<int>(r.prompt.size());
-    (void)fsvd::batch_result(0, r.id, "", result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    (void)fsvd::batch_result(0, r.id, "", r.prompt, result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (r.prompt.empty()) __builtin_trap();
   } catch (const fsvd::Error&) {
   }
