@@ -31,6 +31,7 @@ struct CompressFlags {
   double min_rank_fraction = 0.5;
   bool sequential = false;
   bool refit = false;
+  bool refit_residual = false;
   double ridge = 1e-3;
   std::string calib;
   int64_t calib_tokens = 32768;
@@ -50,6 +51,7 @@ void run_encoder(const ModelFlags& mf, const CompressFlags& f) {
   refuse(f.allocation != "uniform", "--allocation");
   refuse(f.sequential, "--sequential");
   refuse(f.refit, "--refit");
+  refuse(f.refit_residual, "--refit-residual");
   refuse(!f.stats.empty(), "--stats");
   refuse(f.calib_ctx != 0, "--calib-ctx");
   refuse(f.dtype != "f32", "--dtype");
@@ -70,6 +72,7 @@ void run(const ModelFlags& mf, const CompressFlags& f) {
   options.min_rank_fraction = f.min_rank_fraction;
   options.sequential = f.sequential;
   options.refit = f.refit;
+  options.refit_residual = f.refit_residual;
   options.ridge = f.ridge;
   options.window = f.calib_ctx;
   options.threads = mf.threads;
@@ -138,6 +141,9 @@ void add_compress_command(CLI::App& app) {
   cmd->add_flag("--refit", f->refit,
                 "Fit every matrix to the dense model's outputs (reduced-rank regression, error compensation; "
                 "needs --sequential)");
+  cmd->add_flag("--refit-residual", f->refit_residual,
+                "Fit o and down to the dense model's residual stream after their add (reduced-rank regression), "
+                "so they also cancel the error upstream layers left there (needs --sequential)");
   cmd->add_option("--ridge", f->ridge, "Re-fit ridge, relative to the mean diagonal of the input statistics")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -164,7 +164,8 @@ class Compression {
 
   // Factors layer l's matrices of the kinds `which` selects into `to` (dense
   // where the rank is -1), each whitened by white[its input]; fitted to the
-  // dense layer's outputs (compensated_weight) when given cross statistics.
+  // dense residual (fitted_weight) or else to the dense layer's outputs
+  // (compensated_weight) when given those statistics.
   // Records each matrix's whitened singular values in `spectra` when given.
   template <typename Which>
   void factor(int l, Which which, const std::vector<const Whitening*>& white, Layer& to,
@@ -176,7 +177,9 @@ class Compression {
       const int k = kinds[i];
       const Linear& w = dense_.layers[l].*kKinds[k].member;
       const Whitening& wh = *white[static_cast<int>(kKinds[k].input)];
-      const Tensor target = refit ? compensated_weight(w.first, wh, *refit->cross) : w.first;
+      const Tensor target = refit && refit->residual ? fitted_weight(wh, *refit->residual)
+                            : refit && refit->cross  ? compensated_weight(w.first, wh, *refit->cross)
+                                                     : w.first;
       if (ranks_[k][l] < 0) {
         to.*kKinds[k].member = Linear{target, Tensor(), w.bias};
         return;
@@ -225,18 +228,21 @@ class Compression {
 
   // Layer by layer and input by input on the partly compressed model's rows (compress/sequential.h).
   Model sequential_pass() {
-    SequentialCalibration seq(dense_, ids_, calibration_->window(), options_.threads, options_.refit);
+    SequentialCalibration seq(dense_, ids_, calibration_->window(), options_.threads,
+                              {options_.refit, options_.refit_residual});
     report(options_, "sequential calibration on " + std::to_string(seq.tokens()) + " tokens (" +
                          std::to_string(seq.windows()) + " windows of " + std::to_string(seq.window()) + ")" +
-                         (options_.refit ? ", each matrix fitted to the dense model's outputs" : ""));
+                         (options_.refit ? ", each matrix fitted to the dense model's outputs" : "") +
+                         (options_.refit_residual ? ", o and down to its residual stream" : ""));
     for (int l = 0; l < layers_; ++l) {
       for (int input = 0; input < 4; ++input) {
         const InputStatistics stats = seq.gather(LinearInput(input));
-        const Whitening white = cholesky_whitening(stats.compressed, options_.refit ? options_.ridge : 0.0);
+        const bool fitted = stats.cross || stats.residual;
+        const Whitening white = cholesky_whitening(stats.compressed, fitted ? options_.ridge : 0.0);
         std::vector<const Whitening*> by_input(4, nullptr);
         by_input[input] = &white;
         factor(l, [&](const MatrixKind& k) { return static_cast<int>(k.input) == input; }, by_input,
-               seq.work().layers[l], options_.refit ? &stats : nullptr, nullptr);
+               seq.work().layers[l], fitted ? &stats : nullptr, nullptr);
         seq.work().pack_layer(l);
       }
       seq.advance();
@@ -318,10 +324,12 @@ class Compression {
       if (store_) p["calibration"]["statistics_file"] = options_.stats_path;
       p["whitening_shifts"] = shifts_;
     }
-    if (options_.refit)
-      p["refit"] = {{"target", "dense layer outputs on dense inputs"},
-                    {"fit", "reduced-rank regression (matrices kept dense: least squares)"},
-                    {"ridge", options_.ridge}};
+    if (options_.refit || options_.refit_residual) {
+      p["refit"] = {{"fit", "reduced-rank regression (matrices kept dense: least squares)"}, {"ridge", options_.ridge}};
+      if (options_.refit) p["refit"]["target"] = "dense layer outputs on dense inputs";
+      if (options_.refit_residual)
+        p["refit"]["residual_target"] = "o and down: dense residual after the add - compressed residual before it";
+    }
     for (int k = 0; k < kKindCount; ++k) {
       p["ranks"][kKinds[k].name] = ranks_[k];
       p["relative_loss"][kKinds[k].name] = losses_[k];
@@ -368,6 +376,8 @@ Compressed compress_model(const Model& dense, const std::vector<int32_t>& calibr
         "sequential calibration needs whitening");
   check(!options.refit || options.sequential, "compress",
         "the least-squares re-fit needs sequential calibration (on the dense model's own rows it changes nothing)");
+  check(!options.refit_residual || options.sequential, "compress",
+        "the residual re-fit needs sequential calibration (it is fitted to the compressed model's residual stream)");
   check(options.ridge >= 0, "compress", "ridge must be non-negative, got ", options.ridge);
   check(options.probe_tokens > 0, "compress", "probe tokens must be positive, got ", options.probe_tokens);
   check(options.min_rank_fraction >= 0 && options.min_rank_fraction <= 1, "compress",

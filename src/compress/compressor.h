@@ -36,6 +36,11 @@ struct CompressOptions {
   // layer's outputs on the dense rows instead of to its own weight on the
   // compressed rows (compress/refit.h), with ridge α on the statistics.
   bool refit = false;
+  // Sequential only: fit o and down (low-rank or kept dense) to the dense
+  // model's residual stream after their add (compress/refit.h), so that their
+  // output also cancels the error the residual already carries; for them it
+  // replaces `refit`. Ridge α as for `refit`.
+  bool refit_residual = false;
   double ridge = 1e-3;
   // Budget allocation: how sensitivities are probed (compress/sensitivity.h),
   // and the calibration tokens (the first of the slice) the probes score, one window.

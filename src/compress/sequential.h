@@ -20,16 +20,24 @@ namespace fsvd {
 struct InputStatistics {
   Gram compressed;                 // X'ᵀX' of the compressed model's rows
   std::optional<CrossGram> cross;  // X'ᵀX against the dense model's rows, when asked for
+  // o and down, when asked for: X'ᵀT, T = the dense residual after the linear's
+  // add − the compressed residual before it, minus the bias (refit.h).
+  std::optional<CrossGram> residual;
+};
+
+// The statistics gather() adds to X'ᵀX' (either carries the dense stream too).
+struct FitTargets {
+  bool cross = false;     // X'ᵀX, every input
+  bool residual = false;  // X'ᵀT, o and down
 };
 
 class SequentialCalibration {
  public:
   // Windows of `window` tokens (the last one possibly shorter), each from
-  // position 0. `dense` (packed) must outlive this object. With `cross`, the
-  // dense stream is carried too and gather() returns cross statistics.
-  // Memory per stream: the residual and one layer's attention output over
-  // every calibration token, tokens × (hidden + q_dim) fp32.
-  SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads, bool cross);
+  // position 0. `dense` (packed) must outlive this object. Memory per stream:
+  // the residual and one layer's attention output over every calibration
+  // token, tokens × (hidden + q_dim) fp32.
+  SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads, FitTargets targets);
   SequentialCalibration(const SequentialCalibration&) = delete;
   SequentialCalibration& operator=(const SequentialCalibration&) = delete;
 
@@ -59,8 +67,10 @@ class SequentialCalibration {
     std::vector<float> attention;  // [tokens, q_dim] the current layer's attention output
     std::vector<float> rows;       // the input rows the last window produced
   };
-  // Runs `stream`'s current layer over a window up to `input`; its rows land in stream.rows.
-  void rows_of(Stream& stream, LinearInput input, int64_t start, int64_t n);
+  // Runs `stream`'s current layer over a window up to `stop` (the whole layer
+  // when empty); `input`'s rows land in stream.rows, the window's residual
+  // where the run stopped in scratch_.
+  void rows_of(Stream& stream, LinearInput input, std::optional<LinearInput> stop, int64_t start, int64_t n);
 
   const Model& dense_;
   Model work_;
@@ -68,9 +78,10 @@ class SequentialCalibration {
   int window_;
   int layer_ = 0;
   int stage_ = 0;  // the next input of layer_ to gather
-  std::optional<Stream> dense_stream_;  // with cross statistics only
+  FitTargets targets_;
+  std::optional<Stream> dense_stream_;  // with fit targets only
   Stream work_stream_;
-  std::vector<float> scratch_;
+  std::vector<float> scratch_, before_, target_;
 };
 
 }  // namespace fsvd

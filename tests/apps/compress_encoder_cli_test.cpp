@@ -84,6 +84,7 @@ TEST_F(CompressEncoderCli, ClearErrors) {
   fails("--ratio 0.5 -o " + out_.file("a") + " --calib /nonexistent.txt", "/nonexistent.txt");
   fails("--ratio 0.5 -o " + out_.file("a") + calib + " --allocation budget", "--allocation: does not apply to encoders");
   fails("--ratio 0.5 -o " + out_.file("a") + calib + " --sequential", "--sequential: does not apply to encoders");
+  fails("--ratio 0.5 -o " + out_.file("a") + calib + " --refit-residual", "--refit-residual: does not apply to encoders");
   fails("--ratio 0.5 -o " + out_.file("a") + calib + " --stats s.bin", "--stats: does not apply to encoders");
   fails("--ratio 0.5 -o " + out_.file("a") + calib + " --dtype bf16", "--dtype: does not apply to encoders");
   fails("--ratio 0.5 -o " + dir_.path() + calib, "is the input");

@@ -138,6 +138,9 @@ TEST_F(CompressPplCli, CompressRejectsBadSettings) {
   const testing::CliResult stats = run_cli(base + " --ratio 0.5 --method svd --stats " + out_.string() + "_stats");
   EXPECT_EQ(stats.exit_code, 1);
   EXPECT_NE(stats.err.find("--stats"), std::string::npos) << stats.err;
+  const testing::CliResult residual = run_cli(base + " --ratio 0.5 --calib " + text_ + " --refit-residual");
+  EXPECT_EQ(residual.exit_code, 1);
+  EXPECT_NE(residual.err.find("residual re-fit needs sequential"), std::string::npos) << residual.err;
   for (const char* gpu_flag : {"--device cuda", "--precision fp32"})  // calibration is CPU-only
     EXPECT_NE(run_cli(base + " --ratio 0.5 --method svd " + gpu_flag).exit_code, 0) << gpu_flag;
   EXPECT_FALSE(fs::exists(out_));

@@ -214,6 +214,47 @@ TEST(Compressor, SequentialRefitFitsEveryLayerToTheCompressedModelsRows) {
   EXPECT_NE(reconstruct(seq.model.layers[2].down), reconstruct(refit.model.layers[2].down));
 }
 
+// Squared difference of the logits of `m` and `dense` over the first window of `tokens`.
+double logit_error(const Model& m, const Model& dense, const std::vector<int32_t>& tokens) {
+  const std::vector<int32_t> window(tokens.begin(), tokens.begin() + 32);
+  CpuExecutor a(m, 32, 1), b(dense, 32, 1);
+  std::vector<float> got, want;
+  a.forward(window, 0, true, got);
+  b.forward(window, 0, true, want);
+  double sum = 0;
+  for (size_t i = 0; i < got.size(); ++i) sum += (got[i] - want[i]) * (got[i] - want[i]);
+  return sum;
+}
+
+TEST(Compressor, ResidualRefitFitsOAndDownToTheDenseResidualStream) {
+  const Model dense = dense_model();
+  const std::vector<int32_t> tokens = random_tokens(120, 64, 7);
+  CompressOptions options = small_options();
+  options.sequential = true;
+  const Compressed seq = compress_model(dense, tokens, options);
+  // A ridge: compressed v leaves o's statistics singular, and there both fits are otherwise arbitrary.
+  options.ridge = 1e-3;
+  options.refit = true;
+  const Compressed refit = compress_model(dense, tokens, options);
+  options.refit = false;
+  options.refit_residual = true;
+  const Compressed residual = compress_model(dense, tokens, options);
+  EXPECT_EQ(residual.provenance["refit"]["ridge"], 1e-3);
+  EXPECT_TRUE(residual.provenance["refit"].contains("residual_target"));
+  EXPECT_FALSE(residual.provenance["refit"].contains("target"));
+  EXPECT_EQ(residual.model.unique_params(), seq.model.unique_params());
+  // q|k|v keep the truncation of their own weight, without the ridge (the re-fit's q differs by it).
+  EXPECT_EQ(reconstruct(residual.model.layers[0].q), reconstruct(seq.model.layers[0].q));
+  EXPECT_NE(reconstruct(refit.model.layers[0].q), reconstruct(seq.model.layers[0].q));
+  // Layer 0's residual enters undisturbed, so there o's residual target is the dense o's output: the re-fit's
+  // o, up to the fp32 rounding of the residual's difference.
+  const std::vector<double> o_refit = reconstruct(refit.model.layers[0].o), o_res = reconstruct(residual.model.layers[0].o);
+  for (size_t i = 0; i < o_res.size(); ++i) EXPECT_NEAR(o_res[i], o_refit[i], 1e-2 * (1 + std::abs(o_refit[i])));
+  EXPECT_NE(reconstruct(residual.model.layers[2].down), reconstruct(refit.model.layers[2].down));
+  // Cancelling the residual's error brings the logits closer to the dense model's.
+  EXPECT_LT(logit_error(residual.model, dense, tokens), logit_error(seq.model, dense, tokens));
+}
+
 TEST(Compressor, PlainSvdNeedsNoCalibration) {
   const Model dense = dense_model();
   CompressOptions options = small_options();
@@ -238,6 +279,9 @@ TEST(Compressor, RejectsWhatItCannotCompress) {
   bad = small_options();
   bad.refit = true;
   EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "needs sequential"));
+  bad.refit = false;
+  bad.refit_residual = true;
+  EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "residual re-fit needs sequential"));
   bad.sequential = true;
   bad.method = CompressMethod::Svd;
   EXPECT_TRUE(fails_with([&] { compress_model(dense, random_tokens(40, 64, 6), bad); }, "needs whitening"));

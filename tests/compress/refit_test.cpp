@@ -68,7 +68,7 @@ double output_error(const std::vector<float>& x, const std::vector<float>& xc, i
 
 struct Fit {
   Gram compressed{kIn};
-  CrossGram cross{kIn};
+  CrossGram cross{kIn, kIn};
 };
 
 // Statistics of rows [0, n).
@@ -141,13 +141,87 @@ TEST(Refit, ReducesTheLayersOutputErrorOnHeldOutRows) {
   EXPECT_LT(after, 0.9 * before);
 }
 
+// T = X·Wᵀ − E [n, kOut]: what a linear adding into the residual must output
+// when the compressed residual already carries an error E, part of it
+// predictable from the inputs (E = X·Gᵀ + noise).
+std::vector<float> residual_target(const std::vector<float>& x, int64_t n, const Tensor& w, uint64_t seed) {
+  const Tensor g({kOut, kIn}, testing::random_normal(kOut * kIn, seed, 0.1f));
+  const std::vector<float> noise = testing::random_normal(n * kOut, seed + 1, 0.1f);
+  const std::vector<double> y = times_transposed(x, 0, n, w), e = times_transposed(x, 0, n, g);
+  std::vector<float> t(n * kOut);
+  for (int64_t i = 0; i < n * kOut; ++i) t[i] = static_cast<float>(y[i] - e[i] - noise[i]);
+  return t;
+}
+
+// ||T − X'·Aᵀ·Bᵀ||_F over rows [from, to).
+double residual_error(const std::vector<float>& t, const std::vector<float>& xc, int64_t from, int64_t to,
+                      const LowRank& lr) {
+  const std::vector<double> z = times_transposed(xc, from, to, lr.first);
+  const int64_t rank = lr.first.dim(0);
+  double sum = 0;
+  for (int64_t r = 0; r < to - from; ++r)
+    for (int64_t o = 0; o < kOut; ++o) {
+      double d = t[(r + from) * kOut + o];
+      for (int64_t k = 0; k < rank; ++k) d -= z[r * rank + k] * lr.second.data()[o * rank + k];
+      sum += d * d;
+    }
+  return std::sqrt(sum);
+}
+
+TEST(Refit, FittedWeightMatchesExplicitLeastSquaresAndTheDenseOutputFit) {
+  const int64_t n = 300;
+  const std::vector<float> x = activations(n, 12), xc = distorted(x, n, 13);
+  const Tensor w = weight();
+  const std::vector<float> t = residual_target(x, n, w, 14);
+  const Fit f = fit(x, xc, n);
+  const Whitening white = cholesky_whitening(f.compressed);
+  CrossGram target(kIn, kOut);
+  target.add(xc.data(), t.data(), n);
+  const Tensor m = fitted_weight(white, target);
+  std::vector<double> design(xc.begin(), xc.begin() + n * kIn), want(t.begin(), t.end());
+  ASSERT_EQ(LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', n, kIn, kOut, design.data(), kIn, want.data(), kOut), 0);
+  for (int64_t o = 0; o < kOut; ++o)
+    for (int64_t i = 0; i < kIn; ++i)
+      EXPECT_NEAR(m.data()[o * kIn + i], want[i * kOut + o], 1e-3 * (1 + std::abs(want[i * kOut + o])));
+  // With the dense outputs as the target it is compensated_weight.
+  const std::vector<double> y = times_transposed(x, 0, n, w);
+  const std::vector<float> outputs(y.begin(), y.end());
+  CrossGram dense_outputs(kIn, kOut);
+  dense_outputs.add(xc.data(), outputs.data(), n);
+  const Tensor a = fitted_weight(white, dense_outputs), b = compensated_weight(w, white, f.cross);
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data()[i], b.data()[i], 1e-3 * (1 + std::abs(b.data()[i])));
+}
+
+// Fitted to the residual, the linear also cancels the error the residual
+// carries: on held-out rows the residual after its add is closer to the
+// dense one than with the fit to the dense layer's output.
+TEST(Refit, ResidualFitReducesTheResidualErrorOnHeldOutRows) {
+  const int64_t n = 1000, fitted = 900;
+  const std::vector<float> x = activations(n, 15), xc = distorted(x, n, 16);
+  const Tensor w = weight();
+  const std::vector<float> t = residual_target(x, n, w, 17);
+  const Fit f = fit(x, xc, fitted);
+  const Whitening white = cholesky_whitening(f.compressed, 1e-3);
+  CrossGram target(kIn, kOut);
+  target.add(xc.data(), t.data(), fitted);
+  const LowRank to_outputs = whitened_low_rank(compensated_weight(w, white, f.cross), white, kRank);
+  const LowRank to_residual = whitened_low_rank(fitted_weight(white, target), white, kRank);
+  const double before = residual_error(t, xc, fitted, n, to_outputs);
+  const double after = residual_error(t, xc, fitted, n, to_residual);
+  std::printf("held-out residual error: fit to the outputs %.4f, to the residual %.4f\n", before, after);
+  EXPECT_LT(after, 0.9 * before);
+}
+
 TEST(Refit, RejectsMismatchedShapes) {
   const Tensor w = weight();
   const Fit f = fit(activations(50, 6), activations(50, 6), 50);
   const Whitening white = cholesky_whitening(f.compressed);
-  EXPECT_THROW(compensated_weight(w, white, CrossGram(kIn + 1)), Error);
+  EXPECT_THROW(compensated_weight(w, white, CrossGram(kIn + 1, kIn + 1)), Error);
   EXPECT_THROW(compensated_weight(Tensor({kOut, kIn + 1}), white, f.cross), Error);
   EXPECT_THROW(compensated_weight(w, Whitening::identity(kIn), f.cross), Error);
+  EXPECT_THROW(compensated_weight(w, white, CrossGram(kIn, kOut)), Error);
+  EXPECT_THROW(fitted_weight(white, CrossGram(kIn + 1, kOut)), Error);
+  EXPECT_THROW(fitted_weight(Whitening::identity(kIn), CrossGram(kIn, kOut)), Error);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST(SequentialCalibration, WithNothingReplacedItGathersTheDenseStatistics) {
   const std::vector<int32_t> ids = tokens(80, dense.config.vocab);  // 3 windows, the last one shorter
   Calibration whole(dense, ids, kWindow, 1);
   const std::vector<LayerGrams> want = whole.layer_grams(0, dense.config.n_layers);
-  SequentialCalibration seq(dense, ids, kWindow, 1, true);
+  SequentialCalibration seq(dense, ids, kWindow, 1, {true, false});
   for (int l = 0; l < dense.config.n_layers; ++l) {
     for (LinearInput input : kInputs) {
       const InputStatistics got = seq.gather(input);
@@ -82,10 +82,39 @@ TEST(SequentialCalibration, WithNothingReplacedItGathersTheDenseStatistics) {
   }
 }
 
+// With nothing replaced the residual after o's (down's) add minus the residual
+// before it and the bias is o's (down's) product, so the residual fit gives
+// back the dense weight.
+TEST(SequentialCalibration, WithNothingReplacedTheResidualFitIsTheDenseWeight) {
+  Model dense = dense_model();
+  for (Layer& layer : dense.layers) {
+    layer.o.bias = Tensor({dense.config.hidden}, testing::random_normal(dense.config.hidden, 3, 0.5f));
+    layer.down.bias = Tensor({dense.config.hidden}, testing::random_normal(dense.config.hidden, 4, 0.5f));
+  }
+  dense.pack();
+  const std::vector<int32_t> ids = tokens(80, dense.config.vocab);
+  SequentialCalibration seq(dense, ids, kWindow, 1, {false, true});
+  for (int l = 0; l < dense.config.n_layers; ++l) {
+    for (LinearInput input : kInputs) {
+      const InputStatistics got = seq.gather(input);
+      EXPECT_FALSE(got.cross.has_value());
+      const bool adds = input == LinearInput::O || input == LinearInput::Down;
+      ASSERT_EQ(got.residual.has_value(), adds);
+      if (!adds) continue;
+      EXPECT_EQ(got.residual->rows(), 80);
+      const Tensor& w = (dense.layers[l].*(input == LinearInput::O ? &Layer::o : &Layer::down)).first;
+      const Tensor m = fitted_weight(cholesky_whitening(got.compressed), *got.residual);
+      ASSERT_EQ(m.shape(), w.shape());
+      for (int64_t i = 0; i < w.numel(); ++i) ASSERT_NEAR(m.data()[i], w.data()[i], 1e-3) << l << " at " << i;
+    }
+    seq.advance();
+  }
+}
+
 TEST(SequentialCalibration, EachInputIsFittedToTheRowsTheFinishedModelFeedsIt) {
   const Model dense = dense_model();
   const std::vector<int32_t> ids = tokens(80, dense.config.vocab);
-  SequentialCalibration seq(dense, ids, kWindow, 1, true);
+  SequentialCalibration seq(dense, ids, kWindow, 1, {true, false});
   std::vector<std::vector<Gram>> gathered(2);
   for (int l = 0; l < 2; ++l) {
     for (LinearInput input : kInputs) {
@@ -112,12 +141,12 @@ TEST(SequentialCalibration, EachInputIsFittedToTheRowsTheFinishedModelFeedsIt) {
 TEST(SequentialCalibration, GathersInputsInOrderAndAdvancesOnlyWhenDone) {
   const Model dense = dense_model();
   const std::vector<int32_t> ids = tokens(40, dense.config.vocab);
-  SequentialCalibration seq(dense, ids, kWindow, 1, false);
+  SequentialCalibration seq(dense, ids, kWindow, 1, {});
   EXPECT_THROW(seq.gather(LinearInput::O), Error);
   const InputStatistics qkv = seq.gather(LinearInput::Qkv);
   EXPECT_FALSE(qkv.cross.has_value());
   EXPECT_THROW(seq.advance(), Error);
-  EXPECT_THROW(SequentialCalibration(dense, {}, kWindow, 1, false), Error);
+  EXPECT_THROW(SequentialCalibration(dense, {}, kWindow, 1, {}), Error);
 }
 
 }  // namespace
