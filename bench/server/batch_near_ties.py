@@ -8,12 +8,13 @@ than NEAR_TIE_ERRORS times the bf16 logits' RMS error there. Prints one line
 a differing request and a summary; --json writes them all.
 
   python3 bench/server/batch_near_ties.py --flashsvd build/flashsvd -m MODEL \\
-      --batched out_b64.jsonl --alone out_b1.jsonl --device cuda [--json near_ties.json]
+      --batched out_b64.jsonl --alone out_b1.jsonl --device cuda [--jobs 8] [--json near_ties.json]
 
 Needs the results' "prompt_token_ids" and "token_ids" (flashsvd batch writes
 them) and numpy.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -43,11 +44,12 @@ def last_logits(a, tokens, precision, npy):
     return numpy.load(npy)[0].astype(numpy.float64)
 
 
-def divergence(a, batched, alone, npy):
+def divergence(a, batched, alone, work):
     import numpy
     k = match_length(batched["token_ids"], alone["token_ids"])
     if k >= min(len(batched["token_ids"]), len(alone["token_ids"])):
-        return None  # one is a prefix of the other: a stop, not a different token
+        return {"index": batched["index"], "near_tie": False, "prefix": True}  # a stop, not a different token
+    npy = os.path.join(work, f"logits{batched['index']}.npy")
     seq = batched["prompt_token_ids"] + batched["token_ids"][:k]
     fp32 = last_logits(a, seq, "fp32", npy)
     bf16 = last_logits(a, seq, "bf16", npy)
@@ -66,18 +68,18 @@ def main():
     p.add_argument("--batched", required=True, help="results of the batched run (JSONL)")
     p.add_argument("--alone", required=True, help="results of the one-by-one run (JSONL)")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--jobs", type=int, default=1, help="requests checked at once (one flashsvd process each)")
     p.add_argument("--json", help="write every differing request's verdict here")
     a = p.parse_args()
     batched, alone = read_results(a.batched), read_results(a.alone)
     common = sorted(set(batched) & set(alone))
     differing = [i for i in common if batched[i]["token_ids"] != alone[i]["token_ids"]]
     verdicts = []
-    with tempfile.TemporaryDirectory() as work:
-        npy = os.path.join(work, "logits.npy")
-        for n, i in enumerate(differing):
-            d = divergence(a, batched[i], alone[i], npy)
-            if d is None:
-                d = {"index": i, "near_tie": False, "prefix": True}
+    with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        futures = [pool.submit(divergence, a, batched[i], alone[i], work) for i in differing]
+        for n, (i, future) in enumerate(zip(differing, futures)):
+            d = future.result()
+            if d.get("prefix"):
                 print(f"request {i}: one run's tokens are a prefix of the other's", flush=True)
             else:
                 print(f"request {i}: parts at token {d['at']} ({d['batched_token']} vs {d['alone_token']}), fp32 gap "
