@@ -23,6 +23,7 @@ namespace {
 struct BenchFlags {
   std::vector<int> prompts{512};
   std::vector<int> batches;  // empty: the single-sequence path
+  bool batch_invariant = false;
   int gen = 128;
   std::vector<std::string> modes;  // empty: --graph
   int repeat = 3;
@@ -248,11 +249,12 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
       const int context = prompt + batch + f.gen;
       const int64_t cache = int64_t{batch} * (context + 16);  // whole blocks per sequence
       std::fprintf(stderr, "bench: %s batch=%d prompt=%d gen=%d\n", name.c_str(), batch, prompt, f.gen);
-      const BatchShape shape{cache, batch};
+      const BatchShape shape{cache, batch, 0.9, f.batch_invariant};
       const auto executor = sf.given() ? make_synthetic_executor(spec, mf, context, shape)
                                        : make_executor(session.model, mf, context, shape);
       nlohmann::json row = run_batch(*executor, batch, prompt, f.gen);
       row["model"] = name;
+      row["batch_invariant"] = f.batch_invariant;
       rows.push_back(std::move(row));
     }
     for (const std::string& mode : f.batches.empty() ? modes : std::vector<std::string>{}) {
@@ -290,6 +292,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--batch", f->batches,
                   "Batch sizes (comma-separated): decode steps of many sequences, each at its own position")
       ->delimiter(',');
+  cmd->add_flag("--batch-invariant", f->batch_invariant,
+                "With --batch: decode rows with one row's arithmetic (GPU: fp32 activations, 16 rows a step)");
   cmd->add_option("--gen", f->gen, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--modes", f->modes, "Graph modes to compare (comma-separated; default: --graph)")
       ->delimiter(',')

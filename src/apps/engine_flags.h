@@ -19,12 +19,14 @@ struct EngineFlags {
 
   // Positions of one sequence for a model trained on `max_seq` (0: unknown).
   int context(int max_seq) const;
-  BatchShape shape() const { return {kv_tokens > 0 ? kv_tokens : -1, engine.max_batch, kv_memory}; }
+  BatchShape shape() const {
+    return {kv_tokens > 0 ? kv_tokens : -1, engine.max_batch, kv_memory, engine.batch_invariant};
+  }
   EngineOptions options() const;
 };
 
 // --ctx, --kv-tokens, --kv-memory, --max-batch, --max-queue, --step-tokens,
-// --no-chunked-prefill on `cmd`, starting from `defaults`.
+// --no-chunked-prefill, --batch-invariant on `cmd`, starting from `defaults`.
 std::shared_ptr<EngineFlags> add_engine_flags(CLI::App& cmd, const EngineOptions& defaults);
 
 }  // namespace fsvd

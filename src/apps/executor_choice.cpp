@@ -106,8 +106,9 @@ KvPages cuda_pages(int context, const BatchShape& batch) {
 cuda::CudaOptions cuda_options(const ModelFlags& flags, const BatchShape& batch) {
   cuda::CudaOptions o = cuda_options(flags);
   // Decode steps of more rows than the backend takes run in several.
-  o.max_batch = std::min(batch.max_batch, o.weights == cuda::ElementType::BF16 ? cuda::kMaxDecodeRows
-                                                                                : cuda::gemv_limits::kMaxBatch);
+  o.batch_invariant = batch.batch_invariant;
+  const bool gemm_rows = o.weights == cuda::ElementType::BF16 && !o.batch_invariant;
+  o.max_batch = std::min(batch.max_batch, gemm_rows ? cuda::kMaxDecodeRows : cuda::gemv_limits::kMaxBatch);
   o.kv_memory = batch.kv_memory;
   return o;
 }

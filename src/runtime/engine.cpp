@@ -136,8 +136,11 @@ std::vector<Engine::Planned> Engine::schedule() {
   // Rows of a sequence at `computed` with `rest` tokens to run, within the budget.
   auto rows_for = [&](int64_t rest) -> int64_t {
     if (rest == 1) return 1;  // decode rows are not held back by the budget
-    if (options_.chunked_prefill) return std::min(rest, std::max<int64_t>(budget, 0));
-    return rest <= budget || !prefill_planned ? rest : 0;  // whole prompts only
+    if (options_.chunked_prefill && !options_.batch_invariant) return std::min(rest, std::max<int64_t>(budget, 0));
+    // Whole prompts, or chunks of step_tokens from the prompt's start: one a
+    // step even past the budget.
+    const int64_t rows = options_.chunked_prefill ? std::min<int64_t>(rest, options_.step_tokens) : rest;
+    return rows <= budget || !prefill_planned ? rows : 0;
   };
   auto add = [&](Sequence& seq, int64_t rows) {
     seq.planned = true;

@@ -38,6 +38,11 @@ struct EngineOptions {
   int max_queue = 1024;     // requests waiting to be admitted
   int step_tokens = 512;    // token rows of one step (decode rows and prompt chunks)
   bool chunked_prefill = true;  // off: a prompt is read whole in the step that admits it
+  // Prompt chunks of step_tokens fixed by position (one may overrun the
+  // step's budget) rather than what the budget leaves: a prompt is then read
+  // in the same chunks whatever shares its steps (the backend's decode rows
+  // are the executor's part: BatchShape::batch_invariant).
+  bool batch_invariant = false;
 };
 
 // What became of a request, handed over once when it ends.

@@ -131,8 +131,60 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"chunked", {8, 64, 16, true}, 200}, Config{"whole_prompts", {8, 64, 16, false}, 200},
                       Config{"one_at_a_time", {1, 64, 512, true}, 200}, Config{"wide", {64, 64, 512, true}, 200},
                       Config{"kv_full_chunked", {8, 64, 16, true}, 14},
-                      Config{"kv_full_whole", {6, 64, 64, false}, 12}),
+                      Config{"kv_full_whole", {6, 64, 64, false}, 12},
+                      Config{"batch_invariant", {8, 64, 16, true, true}, 200},
+                      Config{"kv_full_batch_invariant", {8, 64, 16, true, true}, 14}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Passes steps on to a CPU executor, keeping each prompt chunk's (pos, rows, output).
+class ChunkRecorder : public Executor {
+ public:
+  struct Chunk {
+    int pos, rows;
+    StepOutput output;
+  };
+  ChunkRecorder(const Model& model, KvPages pages, int ctx) : inner_(model, pages, ctx, 1) {}
+  KvPages kv_pages() const override { return inner_.kv_pages(); }
+  void step(std::span<const SeqSlice> batch, std::vector<float>& logits) override {
+    for (const SeqSlice& s : batch)
+      if (s.tokens.size() > 1) chunks.push_back({s.pos, static_cast<int>(s.tokens.size()), s.output});
+    inner_.step(batch, logits);
+  }
+  void forward(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) override {
+    inner_.forward(tokens, pos, all_logits, logits);
+  }
+  int context_size() const override { return inner_.context_size(); }
+  int vocab_size() const override { return inner_.vocab_size(); }
+  std::vector<Chunk> chunks;
+
+ private:
+  CpuExecutor inner_;
+};
+
+// Batch-invariant: every prompt is read in chunks of step_tokens from its
+// start (a shorter one only as its last), whatever decode rows share the
+// step; the default fits chunks to what the decode rows leave of the budget.
+TEST(Engine, BatchInvariantPromptChunksAreFixedByPosition) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  for (bool invariant : {true, false}) {
+    ChunkRecorder ex(model, KvPages{4, 200}, 40);
+    EngineOptions options{8, 64, 8, true, invariant};
+    Engine engine(ex, tok, options);
+    for (const Request& r : make_requests(14)) engine.submit(Request(r));
+    engine.run();
+    int off_grid = 0;
+    for (const ChunkRecorder::Chunk& c : ex.chunks) {
+      EXPECT_LE(c.rows, options.step_tokens);
+      off_grid += c.pos % options.step_tokens != 0 || (c.rows < options.step_tokens && c.output != StepOutput::last);
+    }
+    ASSERT_GT(ex.chunks.size(), 10u);
+    if (invariant)
+      EXPECT_EQ(off_grid, 0);
+    else
+      EXPECT_GT(off_grid, 0) << "the workload should make the default fit chunks to the budget";
+  }
+}
 
 Request greedy(std::vector<int32_t> prompt, int max_new, std::string* text = nullptr, RequestResult* result = nullptr) {
   Request r;

@@ -101,10 +101,12 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   check_supported(c, weights_->source());
-  // Several rows a step run as GEMMs with bf16 weights, as batched GEMVs (at most gemv_limits::kMaxBatch) with fp32.
-  const int most = weights_->type() == ElementType::BF16 ? kMaxDecodeRows : gemv_limits::kMaxBatch;
+  // Several rows a step run as GEMMs with bf16 weights, as batched GEMVs (at
+  // most gemv_limits::kMaxBatch) with fp32 or batch_invariant.
+  const int most = gemm_rows() ? kMaxDecodeRows : gemv_limits::kMaxBatch;
   check(options.max_batch >= 1 && options.max_batch <= most, kWhere, "max_batch ", options.max_batch,
-        " is outside 1..", most, " for ", weights_->type() == ElementType::BF16 ? "bf16" : "fp32", " weights");
+        " is outside 1..", most, " for ", weights_->type() == ElementType::BF16 ? "bf16" : "fp32", " weights",
+        options.batch_invariant ? " (batch-invariant)" : "");
   check(pages.block_size == kDefaultBlockSize, kWhere, "blocks of ", pages.block_size, " positions (the kernels take ",
         kDefaultBlockSize, ")");
   check(options.kv == KvMode::dense || pages.positions() == KvPages::holding(context).positions(), kWhere,
@@ -165,8 +167,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   tables_ = DeviceBuffer<int32_t>(rows * max_blocks_);
   params_ = DeviceBuffer<SamplingParams>(rows);
   chunk_blocks_ = DeviceBuffer<int32_t>(max_blocks_);
-  // The GEMV step's activations: one row with bf16 weights (several run through Prefill's buffers).
-  const int64_t gemv_rows = weights_->type() == ElementType::BF16 ? 1 : rows;
+  // The GEMV step's activations: one row where several run through Prefill's buffers.
+  const int64_t gemv_rows = gemm_rows() ? 1 : rows;
   x_ = DeviceBuffer<float>(gemv_rows * c.hidden);
   qkv_ = DeviceBuffer<float>(gemv_rows * qkv_ld_);
   q_ = DeviceBuffer<float>(gemv_rows * q_dim);
@@ -194,7 +196,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
   if (weights_->type() == ElementType::BF16) {
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
-    if (rows_ > 1) prefill_->reserve_rows(rows_);
+    if (rows_ > 1 && gemm_rows()) prefill_->reserve_rows(rows_);
   }
   // Prompts of other head sizes run through the decode step, as in fp32.
   prompts_in_chunks_ = prefill_ && prefill_attention_supports(heads_);
@@ -299,7 +301,7 @@ void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
   // Several rows with bf16 weights: the prompt path's GEMMs (skinny_gemm up
   // to 8 rows, cuBLASLt above: both faster than the GEMVs from two rows on,
   // bench/kernels/gemv_notes.md and docs/benchmarks.md).
-  const bool gemm = rows > 1 && prefill_;
+  const bool gemm = rows > 1 && gemm_rows();
   if (piece == 0) {
     if (gemm)
       prefill_->embed_rows(token_.data(), rows);

@@ -55,9 +55,14 @@ struct CudaOptions {
   KvMode kv = KvMode::dense;
   // Decode rows of one step (sequences of step() beyond it run in several):
   // up to kMaxDecodeRows with bf16 weights (several rows run as GEMMs), up to
-  // kMaxBatch with fp32 (batched GEMVs). Graphs are captured per bucket of
-  // 1, 2, 4, ... rows, a step padded to the next.
+  // kMaxBatch with fp32 or batch_invariant (batched GEMVs). Graphs are
+  // captured per bucket of 1, 2, 4, ... rows, a step padded to the next.
   int max_batch = 1;
+  // bf16 decode rows of every bucket through the batched GEMVs on fp32
+  // activations, the arithmetic of one row alone (the GEMMs round
+  // activations to bf16): a row's result then differs from its result alone
+  // only by fp32 summation order (split-K and the RMSNorm's partial sums).
+  bool batch_invariant = false;
   // With no block count given: the share of the GPU memory free once the
   // weights are up that the KV cache takes.
   double kv_memory = 0.9;
@@ -180,8 +185,9 @@ class CudaExecutor : public Executor {
   HeadShape heads_;
   std::shared_ptr<const DeviceModel> weights_;
   // bf16 weights only: prompt chunks (head_dim 64 and 128: prompts_in_chunks_)
-  // and decode steps of several rows. Its buffers grow with the longest chunk.
+  // and decode steps of several rows (gemm_rows). Its buffers grow with the longest chunk.
   std::unique_ptr<Prefill> prefill_;
+  bool gemm_rows() const { return weights_->type() == ElementType::BF16 && !options_.batch_invariant; }
   bool prompts_in_chunks_ = false;
   int64_t prefill_version_ = 0;  // of Prefill's buffers when the GEMM steps' graphs were captured
   Stream stream_;

@@ -122,9 +122,10 @@ std::vector<Request> engine_requests(bool sampled) {
 }
 
 // Each request's generated tokens through an engine over `gpu`, all submitted at once.
-std::vector<RequestResult> run_engine(CudaExecutor& gpu, const std::vector<Request>& requests) {
+std::vector<RequestResult> run_engine(CudaExecutor& gpu, const std::vector<Request>& requests,
+                                      bool batch_invariant = false) {
   const testing::ByteTokenizer tok;
-  Engine engine(gpu, tok, {8, 64, 48, true});
+  Engine engine(gpu, tok, {8, 64, 24, true, batch_invariant});
   std::vector<RequestResult> results(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     Request r = requests[i];
@@ -202,6 +203,25 @@ TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
   std::fprintf(stderr, "%d of %zu requests identical to the end\n", identical, requests.size());
 }
 
+// Batch-invariant bf16 (prompt chunks fixed by position, decode rows through
+// the batched GEMVs on fp32 activations): greedy and seeded requests get the
+// tokens each gets alone on the batch-1 path, where the default parts at
+// near-ties (above).
+TEST_P(CudaExecutorBatch, Bf16BatchInvariantRequestsGetWhatTheyGetAlone) {
+  const Model model = test_model(GetParam());
+  const std::vector<Request> requests = engine_requests(true);
+  const std::vector<RequestResult> alone = run_alone(model, requests, CudaOptions{});
+  CudaOptions options;
+  options.max_batch = 4;
+  options.batch_invariant = true;
+  CudaExecutor gpu(model, KvPages{16, 24}, 96, options);
+  const std::vector<RequestResult> got = run_engine(gpu, requests, true);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(got[i].stop_reason, alone[i].stop_reason) << "request " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, CudaExecutorBatch, ::testing::Values("Hd64", "Hd80", "MhaStackedHd64"),
                          [](const auto& info) { return info.param; });
 
@@ -234,6 +254,10 @@ TEST(CudaExecutorBatchErrors, RefusesMalformedStepsAndLowRankKv) {
   CudaOptions wide_fp32{ElementType::F32, GraphMode::model};
   wide_fp32.max_batch = gemv_limits::kMaxBatch + 1;  // batched GEMVs take at most that many rows
   EXPECT_THROW(CudaExecutor(model, KvPages{16, 8}, 64, wide_fp32), Error);
+  CudaOptions wide_invariant;
+  wide_invariant.batch_invariant = true;
+  wide_invariant.max_batch = gemv_limits::kMaxBatch + 1;
+  EXPECT_THROW(CudaExecutor(model, KvPages{16, 8}, 64, wide_invariant), Error);
 }
 
 }  // namespace
