@@ -293,7 +293,7 @@ void add_bench_command(CLI::App& app) {
                   "Batch sizes (comma-separated): decode steps of many sequences, each at its own position")
       ->delimiter(',');
   cmd->add_flag("--batch-invariant", f->batch_invariant,
-                "With --batch: decode rows with one row's arithmetic (GPU: fp32 activations, 16 rows a step)");
+                "With --batch: each decode row bitwise as it is alone (GPU: one row's arithmetic, 16 rows a step)");
   cmd->add_option("--gen", f->gen, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--modes", f->modes, "Graph modes to compare (comma-separated; default: --graph)")
       ->delimiter(',')

@@ -33,8 +33,8 @@ std::shared_ptr<EngineFlags> add_engine_flags(CLI::App& cmd, const EngineOptions
       ->check(CLI::Range(1, 1 << 20));
   cmd.add_flag("--no-chunked-prefill", f->no_chunked_prefill, "Read each prompt whole in the step that admits it");
   cmd.add_flag("--batch-invariant", f->engine.batch_invariant,
-               "A request's output as it is alone, whatever shares its steps: prompt chunks fixed by position, GPU "
-               "decode rows with one row's arithmetic (fp32 activations, at most 16 rows a decode step; slower)");
+               "A request's output bitwise as it is alone, whatever shares its steps: prompt chunks fixed by "
+               "position, GPU decode rows with one row's arithmetic (at most 16 rows a decode step; slower)");
   return f;
 }
 

@@ -18,9 +18,10 @@ namespace fsvd {
 // engine), the KV cache holds `cache_positions` (rounded up to whole
 // blocks; < 0: the backend's default for `max_batch` sequences, on the GPU
 // `kv_memory` of its free memory) and a decode step runs up to `max_batch`
-// rows; by default, one sequence's cache. `batch_invariant`: on the GPU, bf16
-// decode rows with one row's arithmetic (cuda::CudaOptions::batch_invariant),
-// at most 16 a step; the CPU's rows are fp32 throughout already.
+// rows; by default, one sequence's cache. `batch_invariant`: on the GPU, each
+// decode row's result bitwise its result alone
+// (cuda::CudaOptions::batch_invariant), at most 16 rows a step; the CPU
+// ignores it.
 struct BatchShape {
   int64_t cache_positions = 0;
   int max_batch = 1;

@@ -141,7 +141,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   // launch leaves only its own plan's arrival counters at zero.
   for (int b = 1;; b = std::min(2 * b, rows_)) {
     DeviceBuffer<float>& work = attention_work_[b];
-    work = DeviceBuffer<float>(plan_decode_attention(heads_, context, b).workspace_floats);
+    work = DeviceBuffer<float>(plan_decode_attention(heads_, context, b, options_.batch_invariant).workspace_floats);
     work.zero();  // decode_attention's arrival counters start at zero
     if (b == rows_) break;
   }
@@ -283,7 +283,7 @@ void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
   }
   decode_attention({qkv[0].p, qkv[1].p, qkv[2].p, qkv[0].ld, qkv[1].ld, qkv[2].ld}, inv_freq_.data(), cache, at,
                    rows, context_, heads_, attention_work_.at(rows).data(), attention_work_.at(rows).size(), att_.data(), stream,
-                   options_.pdl);
+                   options_.pdl, options_.batch_invariant);
   linear_residual(l.o, DeviceVec::f32(att_.data(), q_dim), rows, stream);
 
   // MLP block: packed gate|up first factors (RMSNorm fused), their second

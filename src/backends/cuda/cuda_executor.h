@@ -58,10 +58,10 @@ struct CudaOptions {
   // kMaxBatch with fp32 or batch_invariant (batched GEMVs). Graphs are
   // captured per bucket of 1, 2, 4, ... rows, a step padded to the next.
   int max_batch = 1;
-  // bf16 decode rows of every bucket through the batched GEMVs on fp32
-  // activations, the arithmetic of one row alone (the GEMMs round
-  // activations to bf16): a row's result then differs from its result alone
-  // only by fp32 summation order (split-K and the RMSNorm's partial sums).
+  // Each decode row's result bitwise what it is alone: bf16 rows of every
+  // bucket through the batched GEMVs on fp32 activations (the GEMMs round
+  // activations to bf16), planned as one row (GemvConfig::batch_invariant),
+  // and decode attention sliced as for one row.
   bool batch_invariant = false;
   // With no block count given: the share of the GPU memory free once the
   // weights are up that the KV cache takes.
@@ -133,7 +133,7 @@ class CudaExecutor : public Executor {
                      cudaStream_t stream);
   // y += linear(x) over `rows` rows; rank_ holds a low-rank linear's rank-space rows.
   void linear_residual(const DeviceLinear& l, DeviceVec x, int rows, cudaStream_t stream);
-  GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl}; }
+  GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl, 0, options_.batch_invariant}; }
   void capture_graphs(std::vector<GraphExec>& graphs, int rows);
   // Copies the token and position a one-sequence step starts from to row 0
   // (its block table the pool's blocks in order).

@@ -501,7 +501,7 @@ KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
 
 }  // namespace
 
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch) {
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch, bool batch_invariant) {
   const char* where = "plan_decode_attention";
   check_head_shape(shape, where);
   check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
@@ -522,7 +522,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
   // As many slices as fill one wave of resident CTAs: a second, partial wave
   // would cost as long as the first (bench/kernels/decode_attention_notes.md).
   // A batch that fills the wave alone takes one slice a row.
-  const int64_t ctas_per_split = int64_t{batch} * shape.n_kv_heads * plan.head_chunks;
+  const int64_t ctas_per_split = int64_t{batch_invariant ? 1 : batch} * shape.n_kv_heads * plan.head_chunks;
   const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
   plan.splits = static_cast<int>(std::clamp<int64_t>(
       slots / ctas_per_split, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
@@ -534,7 +534,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 
 void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLayer& cache, const PagedRows& rows,
                       int batch, int max_ctx, const HeadShape& shape, float* workspace, size_t workspace_floats,
-                      AttentionOut out, cudaStream_t stream, bool pdl) {
+                      AttentionOut out, cudaStream_t stream, bool pdl, bool batch_invariant) {
   const char* where = "decode_attention";
   check_head_shape(shape, where);
   check_cache(cache, where);
@@ -547,7 +547,7 @@ void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLa
   const int64_t q_dim = int64_t{shape.n_heads} * shape.head_dim, kv_dim = int64_t{shape.n_kv_heads} * shape.head_dim;
   check(qkv.ldq >= q_dim && qkv.ldk >= kv_dim && qkv.ldv >= kv_dim, where, "row strides ", qkv.ldq,
         ", ", qkv.ldk, ", ", qkv.ldv, " are shorter than the rows (", q_dim, ", ", kv_dim, ")");
-  const DecodeAttentionPlan plan = plan_decode_attention(shape, max_ctx, batch);
+  const DecodeAttentionPlan plan = plan_decode_attention(shape, max_ctx, batch, batch_invariant);
   check(workspace_floats >= plan.workspace_floats, where, "workspace of ", workspace_floats,
         " floats; this shape needs ", plan.workspace_floats);
 

@@ -29,8 +29,10 @@ struct DecodeAttentionPlan {
 // For the current device and `batch` rows of positions below max_ctx (the
 // slice count follows the SM count and how many CTAs of the shape's kernel
 // fit on an SM). bf16 and fp32 caches get the same plan, so the fp32 mode
-// checks the partition bf16 runs.
-DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch);
+// checks the partition bf16 runs. `batch_invariant`: the slices of one row
+// whatever the batch, so that each row's result is bitwise what it is alone.
+DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch,
+                                          bool batch_invariant = false);
 
 // Row b of `batch`: position p = rows.pos[b], block table row rows.seq[b]
 // (b without seq). qkv: q [batch, n_heads * head_dim], k and v
@@ -46,7 +48,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 // writes no slot and fills its out row with NaN, so the error shows instead
 // of corrupting memory. The table's entries for positions [0, p] must name
 // blocks of the pool. workspace: at least plan_decode_attention(shape,
-// max_ctx, batch).workspace_floats floats, zero-filled before its first use
+// max_ctx, batch, batch_invariant).workspace_floats floats, zero-filled before its first use
 // (each launch leaves it reusable). `pdl`: launched as a programmatic
 // dependent of the previous kernel — its first cache reads, which no kernel
 // of this step writes, overlap that kernel's tail.
@@ -63,6 +65,6 @@ struct AttentionOut {
 
 void decode_attention(const QkvRows& qkv, const float* inv_freq, const KvCacheLayer& cache, const PagedRows& rows,
                       int batch, int max_ctx, const HeadShape& shape, float* workspace, size_t workspace_floats,
-                      AttentionOut out, cudaStream_t stream, bool pdl = false);
+                      AttentionOut out, cudaStream_t stream, bool pdl = false, bool batch_invariant = false);
 
 }  // namespace fsvd::cuda

@@ -87,6 +87,8 @@
 //   x^2 over its own slice as it stages it, and the split-K reduction adds the
 //   slices' sums beside the partial products (tried at batch 1 and measured
 //   slower there, where all of x fits, so batch 1 keeps staging it all).
+//   A batch-invariant launch sums each vector's whole x first, as batch 1
+//   does, and scales by that instead (Params::whole_norm).
 // Measured, the batched instances reach about half of batch 1's bandwidth
 // at B = 2 and less beyond, below cuBLASLt's GEMM for most of LLaMA-7B's
 // matrices (bench/kernels/gemv_notes.md, "Batched GEMV": the switch point
@@ -145,6 +147,7 @@ struct Params {
   const float* gain;  // RMSNorm weight, or null
   float eps;
   int batch;  // input vectors, at most the instance's tile
+  bool whole_norm;  // batched RMSNorm: each vector's sum of squares as batch 1 takes it (GemvConfig::batch_invariant)
   // From one input (output) vector of op[i] to the next (beside Operand: its
   // 64 bytes index with a shift).
   int64_t x_ld[kMaxGemvGroups], y_ld[kMaxGemvGroups];
@@ -245,12 +248,14 @@ __device__ void prefetch_gain(const float* gain, int n4, int cols, float4* xs4) 
   cp_async_commit();
 }
 
-// xs4 = x ⊙ gain over the whole vector (the gain already there, from
-// prefetch_gain), zero past cols, with 16-byte loads; returns this thread's
-// share of sum(x^2).
+// kStage: xs4 = x ⊙ gain over the whole vector (the gain already there,
+// from prefetch_gain), zero past cols, with 16-byte loads. Returns this
+// thread's share of sum(x^2) either way: without kStage, batch 1's sum for a
+// batch-invariant launch (the same loads, the same order).
+template <bool kStage>
 __device__ float stage_normed_x(const float* x, int n4, int cols, float4* xs4) {
   constexpr int kVecs = kStageLoads / 2;  // 16 values in flight: the registers of kStageLoads (x, gain) pairs
-  cp_async_wait_all();
+  if constexpr (kStage) cp_async_wait_all();
   float ss = 0;
   for (int base = 0; base < n4; base += kVecs * blockDim.x) {
     float4 v[kVecs];
@@ -260,9 +265,11 @@ __device__ float stage_normed_x(const float* x, int n4, int cols, float4* xs4) {
     for (int m = 0; m < kVecs; ++m) {
       const int i4 = base + m * blockDim.x + threadIdx.x;
       if (i4 >= n4) continue;
-      const float4 g = xs4[i4];
       ss = fmaf(v[m].x, v[m].x, fmaf(v[m].y, v[m].y, fmaf(v[m].z, v[m].z, fmaf(v[m].w, v[m].w, ss))));
-      xs4[i4] = make_float4(v[m].x * g.x, v[m].y * g.y, v[m].z * g.z, v[m].w * g.w);
+      if constexpr (kStage) {
+        const float4 g = xs4[i4];
+        xs4[i4] = make_float4(v[m].x * g.x, v[m].y * g.y, v[m].z * g.z, v[m].w * g.w);
+      }
     }
   }
   return ss;
@@ -403,6 +410,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, resident_ctas(kTile))
   __shared__ float scratch[kNorm && kTile > 1 ? kMaxWarps * kTile : 32];
   __shared__ float partials[kTile][kMaxWarps * kRowsPerWarp];  // split-K: this slice's sums, by vector, warp and row
   __shared__ float slice_ss[kTile];  // batched norm: each vector's sum of x^2 over this slice
+  __shared__ float whole_ss[kTile];  // batched norm, whole_norm: each vector's over all of it
 
   // A reference into the parameters (grid constant): fields load where used,
   // as for a single product, instead of living in registers.
@@ -459,9 +467,17 @@ __global__ void __launch_bounds__(kMaxWarps * 32, resident_ctas(kTile))
   float ss = 0;
   if constexpr (kTile > 1) {
     if (kNorm && threadIdx.x < kTile) slice_ss[threadIdx.x] = 0;
+    if (kNorm && p.whole_norm) {
+      for (int b = 0; b < batch; ++b) {
+        const float* xb = static_cast<const float*>(op.x) + b * p.x_ld[which];
+        const float total = block_sum(stage_normed_x<false>(xb, op.groups * kGroup / 4, op.cols, nullptr), scratch, warps);
+        if (threadIdx.x == 0) whole_ss[b] = total;
+        __syncthreads();  // scratch is reused by the next vector's sum
+      }
+    }
     stage_window(0);
   } else if constexpr (kNorm) {
-    ss = stage_normed_x(static_cast<const float*>(op.x), op.groups * kGroup / 4, op.cols, smem_x4);
+    ss = stage_normed_x<true>(static_cast<const float*>(op.x), op.groups * kGroup / 4, op.cols, smem_x4);
   } else {
     stage_x<kX>(op.x, op.up, g0 * kGroup, n_groups * kGroup, op.cols, xs);
   }
@@ -535,7 +551,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32, resident_ctas(kTile))
     } else {
       for_each_sum([&](int b, int j, float a) {
         if (b < batch && out0 + j < op.outputs)
-          finish<kE>(op.y + b * p.y_ld[which], out0 + j, kNorm ? a * rms_scale(slice_ss[b]) : a);
+          finish<kE>(op.y + b * p.y_ld[which], out0 + j,
+                     kNorm ? a * rms_scale(p.whole_norm ? whole_ss[b] : slice_ss[b]) : a);
       });
     }
     return;
@@ -564,6 +581,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32, resident_ctas(kTile))
       a += cluster.map_shared_rank(partials[b], s)[r];
       if constexpr (kNorm && kTile > 1) sum_sq += cluster.map_shared_rank(slice_ss, s)[b];
     }
+    if constexpr (kNorm && kTile > 1) sum_sq = p.whole_norm ? whole_ss[b] : sum_sq;
     finish<kE>(op.y + b * p.y_ld[which], o, a * (kNorm && kTile > 1 ? rms_scale(sum_sq) : scale));
   }
   cluster.sync();  // keep every CTA's partials alive until all remote reads are done
@@ -720,6 +738,7 @@ void launch(const Request& rq, const Product* products, int count, int batch, cu
   p.gain = rq.gain;
   p.eps = rq.eps;
   p.batch = batch;
+  p.whole_norm = cfg.batch_invariant;
   int first_cta = 0;
   for (int i = 0; i < kMaxGemvGroups; ++i) {
     Operand& op = p.op[i];

@@ -71,7 +71,7 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfi
                           int sm_count, GemvPlan* plans) {
   const int warps = cfg.warps > 0 ? cfg.warps : kMaxWarps;
   const bool norm = fusion == GemvFusion::RmsNorm, silu = fusion == GemvFusion::SiluMul;
-  const int tile = batch_tile(batch);
+  const int tile = batch_tile(cfg.batch_invariant ? 1 : batch);  // the tile the choices are made for
   const int64_t slots = int64_t{sm_count} * (resident_ctas(tile) * kMaxWarps / warps);
   int64_t groups = 0, row_bytes = 0;  // of the widest product
   for (int i = 0; i < count; ++i) {
@@ -117,10 +117,10 @@ GemvPlan plan_gemv_launch(const DeviceMatrix* w, int count, int batch, GemvConfi
   GemvPlan launch;
   launch.warps = warps;
   launch.rows_per_warp = rows_per_warp;
-  launch.batch_tile = tile;
+  launch.batch_tile = batch_tile(batch);
   for (int i = 0; i < count; ++i) {
     plans[i] = plan_product(w[i], warps, rows_per_warp, splits);
-    plans[i].batch_tile = tile;
+    plans[i].batch_tile = launch.batch_tile;
     launch.tiles += plans[i].tiles;
     launch.splits = std::max(launch.splits, plans[i].splits);
     launch.chunk_cols = std::max(launch.chunk_cols, plans[i].chunk_cols);

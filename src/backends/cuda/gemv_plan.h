@@ -57,11 +57,17 @@ constexpr int window_cols(int tile) { return tile <= 2 ? kMaxChunkCols : tile <=
 // `rows_per_warp` (2 or 4) trades rows for depth: a warp keeps the same
 // number of weight loads in flight either way, over fewer rows and more steps
 // of each, so matrices with few rows can fill the GPU with fewer slices.
+//
+// `batch_invariant` gives each of several input vectors bitwise what it gets
+// alone: the automatic choices are batch 1's whatever the batch, and an
+// RMSNorm's sum of squares is taken over each whole vector in batch 1's
+// order (every CTA reads all of x again) instead of per staged window.
 struct GemvConfig {
   int warps = 0;   // warps per CTA, 1..8
   int splits = 0;  // column slices, 1..8
   bool early_weights = false;
   int rows_per_warp = 0;
+  bool batch_invariant = false;
 };
 
 // What a launch will do once automatic choices are made.

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -203,10 +204,51 @@ TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
   std::fprintf(stderr, "%d of %zu requests identical to the end\n", identical, requests.size());
 }
 
-// Batch-invariant bf16 (prompt chunks fixed by position, decode rows through
-// the batched GEMVs on fp32 activations): greedy and seeded requests get the
-// tokens each gets alone on the batch-1 path, where the default parts at
-// near-ties (above).
+// Batch-invariant bf16: each decode row's logits are bitwise the logits of
+// the same row run alone (a one-row step), for sequences at their own
+// positions in steps of 4 rows and of 3 (bucket 4 with a padding row).
+TEST_P(CudaExecutorBatch, Bf16BatchInvariantRowsAreBitwiseTheRowAlone) {
+  const Model model = test_model(GetParam());
+  const int vocab = model.config.vocab, ctx = 64;
+  const KvPages pages{16, 28};
+  CudaOptions options;
+  options.max_batch = 4;  // seven sequences: a decode step of 4 rows, then one of 3
+  options.batch_invariant = true;
+  CudaExecutor together(model, pages, ctx, options), alone(model, pages, ctx, options);
+  const std::vector<int> lengths = {9, 30, 1, 17, 3, 22, 5};
+  std::vector<std::vector<int32_t>> tokens, blocks;
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    tokens.push_back(random_tokens(lengths[s] + 12, 60 + s));
+    blocks.push_back({static_cast<int32_t>(4 * s), static_cast<int32_t>(4 * s + 1), static_cast<int32_t>(4 * s + 2),
+                      static_cast<int32_t>(4 * s + 3)});
+  }
+  std::vector<float> got, want, one;
+  // Prompts one by one in both, then 12 decode steps of every sequence.
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    const std::vector<SeqSlice> prompt = {{std::span(tokens[s]).first(lengths[s]), 0, blocks[s]}};
+    together.step(prompt, got);
+    alone.step(prompt, want);
+  }
+  for (int k = 0; k < 12; ++k) {
+    std::vector<SeqSlice> batch;
+    want.clear();
+    for (size_t s = 0; s < lengths.size(); ++s) {
+      const int pos = lengths[s] + k;
+      batch.push_back({std::span(tokens[s]).subspan(pos, 1), pos, blocks[s]});
+      alone.step(std::span(batch).last(1), one);
+      want.insert(want.end(), one.begin(), one.end());
+    }
+    together.step(batch, got);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t s = 0; s < lengths.size(); ++s)
+      EXPECT_EQ(std::memcmp(got.data() + s * vocab, want.data() + s * vocab, vocab * sizeof(float)), 0)
+          << "step " << k << " sequence " << s;
+  }
+}
+
+// Batch-invariant bf16 through the engine (prompt chunks fixed by position as
+// well): greedy and seeded requests get the tokens each gets alone on the
+// batch-1 path, where the default parts at near-ties (above).
 TEST_P(CudaExecutorBatch, Bf16BatchInvariantRequestsGetWhatTheyGetAlone) {
   const Model model = test_model(GetParam());
   const std::vector<Request> requests = engine_requests(true);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "backends/cuda/gemv.h"
 #include "backends/cuda/gemv_test_util.h"
@@ -121,6 +122,26 @@ TEST(GemvPlan, BatchesGetTheirTileAndFewerSlices) {
   EXPECT_EQ(splits(4096, 11008, 16), 4);  // dense down: 3 slices of 4096 columns at least, 4 at tile 16
   EXPECT_THROW(plan_gemv(1024, 4096, 0, {}, 132), Error);
   EXPECT_THROW(plan_gemv(1024, 4096, gemv_limits::kMaxBatch + 1, {}, 132), Error);
+}
+
+// Batch-invariant: every batch gets batch 1's warps, rows per warp and
+// slices (the summation order of each vector's result), in its own tile.
+TEST(GemvPlan, BatchInvariantBatchesGetTheOneVectorPlan) {
+  GemvConfig invariant;
+  invariant.batch_invariant = true;
+  for (GemvFusion fusion : {GemvFusion::None, GemvFusion::RmsNorm, GemvFusion::SiluMul})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1024, 4096}, {4096, 1024}, {22016, 4096}, {4096, 11008}}) {
+      const GemvPlan one = plan_gemv(rows, cols, 1, {}, 132, ElementType::BF16, fusion);
+      for (int batch = 1; batch <= gemv_limits::kMaxBatch; ++batch) {
+        SCOPED_TRACE("[" + std::to_string(rows) + ", " + std::to_string(cols) + "] batch " + std::to_string(batch));
+        const GemvPlan p = plan_gemv(rows, cols, batch, invariant, 132, ElementType::BF16, fusion);
+        EXPECT_EQ(p.batch_tile, gemv_limits::batch_tile(batch));
+        EXPECT_EQ(p.warps, one.warps);
+        EXPECT_EQ(p.rows_per_warp, one.rows_per_warp);
+        EXPECT_EQ(p.splits, one.splits);
+        EXPECT_EQ(p.chunk_cols, one.chunk_cols);
+      }
+    }
 }
 
 // A grouped launch of one product is planned like the single GEMV; more

@@ -18,7 +18,7 @@ inline constexpr GemvConfig kConfigs[] = {{0, 0}, {8, 1}, {4, 7}, {3, 8}, {8, 1,
 
 inline std::string describe(GemvConfig c) {
   return "warps " + std::to_string(c.warps) + " splits " + std::to_string(c.splits) + " rows/warp " +
-         std::to_string(c.rows_per_warp);
+         std::to_string(c.rows_per_warp) + (c.batch_invariant ? " batch-invariant" : "");
 }
 
 }  // namespace fsvd::cuda::testutil
