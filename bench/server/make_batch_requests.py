@@ -2,7 +2,9 @@
 """Writes N greedy `flashsvd batch` requests (JSONL) of mixed prompt and
 output lengths: passages of the repository's own docs (5-300 words, as a raw
 prompt or as a chat message asking to continue it), max_tokens 16-128, all
-from one seed, so the device needs no data beside the checkout.
+from one seed, so the device needs no data beside the checkout. The requests
+follow the docs: keep the requests file beside the results it produced, and
+compare runs only on one requests file.
 
   python3 bench/server/make_batch_requests.py -n 1000 > requests.jsonl
 """
