@@ -81,6 +81,7 @@ json converted_tokenizer(const fs::path& root, const std::string& where) {
   for (const auto& [key, value] : map.items()) config[key] = value;
   json added = json::array();
   std::map<std::string, json> ids;  // special token -> id
+  size_t appended = 0;              // special tokens not in vocab.json
   json cls, sep;                    // [token, id], RobertaProcessing's form
   const std::pair<std::string, const char*> specials[] = {{"bos_token", "<s>"},   {"eos_token", "</s>"},
                                                           {"unk_token", "<unk>"}, {"sep_token", "</s>"},
@@ -97,7 +98,7 @@ json converted_tokenizer(const fs::path& root, const std::string& where) {
     const std::string text = token["content"];
     if (!ids.count(text)) {
       // A special token missing from vocab.json is appended to it, as transformers does.
-      ids[text] = vocab.contains(text) ? vocab.at(text) : json(vocab.size() + added.size());
+      ids[text] = vocab.contains(text) ? vocab.at(text) : json(vocab.size() + appended++);
       token["id"] = ids[text];
       token["special"] = true;
       added.push_back(std::move(token));
