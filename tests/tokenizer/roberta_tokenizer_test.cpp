@@ -31,9 +31,7 @@ class RobertaBpe : public ::testing::Test {
   // The tokenizer as transformers' older files: vocab.json + merges.txt (+ `config` as tokenizer_config.json).
   void write_vocab_merges(const test::TempDir& dir, const json& config = json::object()) const {
     dir.write("vocab.json", tokenizer_["model"]["vocab"].dump());
-    std::string merges = "#version: 0.2\n";
-    for (const json& m : tokenizer_["model"]["merges"]) merges += m[0].get<std::string>() + " " + m[1].get<std::string>() + "\n";
-    dir.write("merges.txt", merges);
+    dir.write("merges.txt", testing::merges_txt(tokenizer_));
     if (!config.empty()) dir.write("tokenizer_config.json", config.dump());
   }
   void expect_matches(const RobertaTokenizer& tok, const char* ids_key) const {
@@ -80,7 +78,8 @@ TEST_F(RobertaBpe, VocabAndMergesMatchHuggingFace) {
 TEST_F(RobertaBpe, VocabAndMergesSpecialTokens) {
   test::TempDir dir("roberta_specials");
   write_vocab_merges(dir, {{"cls_token", "<pad>"}});
-  dir.write("special_tokens_map.json", R"({"cls_token": "<unk>", "mask_token": {"content": "<mask>", "lstrip": false}})");
+  dir.write("special_tokens_map.json",
+            R"({"cls_token": "<unk>", "mask_token": {"content": "<mask>", "lstrip": false}})");
   const RobertaTokenizer tok = load_roberta_vocab_merges(dir.path());
   EXPECT_EQ(tok.encode("x", std::nullopt, 0).ids, (Ids{3, 92, 2}));
   EXPECT_EQ(tok.tokenize(" <mask>"), (Ids{225, 4}));  // the space stays its own token
