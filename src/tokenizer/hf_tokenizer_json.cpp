@@ -222,7 +222,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view tokenizer_json, 
   const json j = parse_tokenizer_json(tokenizer_json, where);
   const json config = config_json.empty() ? json::object() : parse_tokenizer_json(config_json, where + " (tokenizer_config)");
   try {
-    return std::make_unique<BpeTokenizer>(bpe_vocab_from_json(j, config.is_object() ? config : json::object(), where));
+    return std::make_unique<BpeTokenizer>(
+        bpe_vocab_from_json(j, config.is_object() ? config : json::object(), where));
   } catch (const json::exception& e) {  // a value of an unexpected JSON type
     fail(where, e.what());
   }
