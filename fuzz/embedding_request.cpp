@@ -9,6 +9,7 @@
 
 #include "server/embedding_requests.h"
 #include "server/embedding_responses.h"
+#include "tokenizer/wordpiece_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fsvd::WordPieceTokenizer tok(

@@ -54,7 +54,7 @@ void run(const ClassifyFlags& f) {
   for_each_batch(n, f.batch, "classified", [&](int64_t begin, int64_t end) {
     std::vector<EncoderInput> batch;
     for (int64_t i = begin; i < end; ++i)
-      batch.push_back(s.tokenizer.encode(texts[i].a, texts[i].b, s.model.max_tokens));
+      batch.push_back(s.tokenizer->encode(texts[i].a, texts[i].b, s.model.max_tokens));
     const std::vector<float> l = encoder->classify(batch);
     logits.insert(logits.end(), l.begin(), l.end());
   });

@@ -34,7 +34,7 @@ void run(const EmbedFlags& f) {
   out.reserve(n * d);
   for_each_batch(n, f.batch, "embedded", [&](int64_t begin, int64_t end) {
     std::vector<EncoderInput> batch;
-    for (int64_t i = begin; i < end; ++i) batch.push_back(s.tokenizer.encode(texts[i], std::nullopt, s.model.max_tokens));
+    for (int64_t i = begin; i < end; ++i) batch.push_back(s.tokenizer->encode(texts[i], std::nullopt, s.model.max_tokens));
     const std::vector<float> e = encoder->embed(batch);
     out.insert(out.end(), e.begin(), e.end());
   });

@@ -104,7 +104,7 @@ void run_encoder(const ModelFlags& mf, const EngineFlags& ef, const ServeFlags& 
   const std::unique_ptr<EncoderExecutor> encoder = make_encoder_executor(s.model, mf);
   EmbeddingBatcher batcher(*encoder, f.embed_batch_tokens);
   const ServerOptions options = server_options(f, ef, model_name(s.path));
-  HttpServer server(batcher, s.tokenizer, {s.model.config.vocab, s.model.max_tokens, s.model.config.hidden},
+  HttpServer server(batcher, *s.tokenizer, {s.model.config.vocab, s.model.max_tokens, s.model.config.hidden},
                     options);
   std::fprintf(stderr,
                "serve: encoder (/v1/embeddings): %d dimensions, inputs of up to %d tokens, forward passes of up to "

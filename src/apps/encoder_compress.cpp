@@ -18,7 +18,7 @@ void compress_encoder_dir(const EncoderCompressRun& run) {
   const EncoderSession s = open_encoder(run.model);
   std::vector<EncoderInput> calibration;
   if (whiten) {
-    calibration = encoder_calibration_inputs(s.tokenizer, read_file(run.calib, "the calibration text"),
+    calibration = encoder_calibration_inputs(*s.tokenizer, read_file(run.calib, "the calibration text"),
                                              run.calib_tokens, s.model.max_tokens, run.calib);
     int64_t tokens = 0;
     for (const EncoderInput& in : calibration) tokens += static_cast<int64_t>(in.ids.size());

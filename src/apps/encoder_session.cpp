@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "families/encoder_family.h"
 #include "families/sentence_transformers.h"
+#include "tokenizer/load_encoder_tokenizer.h"
 
 namespace fsvd {
 
@@ -16,7 +17,7 @@ EncoderSession open_encoder(const std::string& path) {
   const std::string dir = path.empty() ? ensure_default_encoder() : path;
   EncoderModel model = load_encoder(dir);
   // The tokenizer files sit beside the Transformer module's config.json.
-  WordPieceTokenizer tokenizer = load_wordpiece(read_sentence_transformers(dir).model_dir);
+  std::unique_ptr<EncoderTokenizer> tokenizer = load_encoder_tokenizer(read_sentence_transformers(dir).model_dir);
   return {dir, std::move(model), std::move(tokenizer)};
 }
 

@@ -2,21 +2,22 @@
 // What `flashsvd embed` and `classify` share: the encoder with its tokenizer,
 // input lines, and batched runs with progress on stderr.
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/encoder.h"
-#include "tokenizer/wordpiece_tokenizer.h"
+#include "tokenizer/encoder_tokenizer.h"
 
 namespace fsvd {
 
 struct EncoderSession {
   std::string path;
   EncoderModel model;
-  WordPieceTokenizer tokenizer;
+  std::unique_ptr<EncoderTokenizer> tokenizer;
 };
 
-// The encoder directory at `path` (the default encoder when empty) and its WordPiece tokenizer.
+// The encoder directory at `path` (the default encoder when empty) and its tokenizer.
 EncoderSession open_encoder(const std::string& path);
 
 // The lines of a text file (a trailing '\r' dropped); throws when it cannot be read or is empty.

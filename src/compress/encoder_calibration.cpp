@@ -7,7 +7,7 @@
 
 namespace fsvd {
 
-std::vector<EncoderInput> encoder_calibration_inputs(const WordPieceTokenizer& tokenizer, const std::string& text,
+std::vector<EncoderInput> encoder_calibration_inputs(const EncoderTokenizer& tokenizer, const std::string& text,
                                                      int64_t count, int max_tokens, const std::string& where) {
   check(count > 0, where, "calibration token count must be positive, got ", count);
   std::vector<std::string> lines;

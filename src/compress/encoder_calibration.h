@@ -10,7 +10,7 @@
 #include "backends/cpu/cpu_encoder.h"
 #include "compress/calibration.h"
 #include "model/encoder.h"
-#include "tokenizer/wordpiece_tokenizer.h"
+#include "tokenizer/encoder_tokenizer.h"
 
 namespace fsvd {
 
@@ -18,7 +18,7 @@ namespace fsvd {
 // specials included), taken from the end of the text until `count` tokens are
 // held (at least one line). Taking the tail leaves the head for evaluation.
 // Throws Error naming `where` when the text has no non-empty line.
-std::vector<EncoderInput> encoder_calibration_inputs(const WordPieceTokenizer& tokenizer, const std::string& text,
+std::vector<EncoderInput> encoder_calibration_inputs(const EncoderTokenizer& tokenizer, const std::string& text,
                                                      int64_t count, int max_tokens, const std::string& where);
 
 // Width of the rows a linear input of an encoder layer carries (GateUp: the MLP's input).

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-EncoderInput text_input(const json& v, const WordPieceTokenizer& tok, const EncoderLimits& limits) {
+EncoderInput text_input(const json& v, const EncoderTokenizer& tok, const EncoderLimits& limits) {
   const std::string text = json_text(v, "input");
   check(!text.empty(), "input", "must not be an empty string");
   return tok.encode(text, std::nullopt, limits.max_tokens);
@@ -24,7 +24,7 @@ EncoderInput id_input(const json& ids, const EncoderLimits& limits) {
   return in;
 }
 
-std::vector<EncoderInput> inputs(const json& v, const WordPieceTokenizer& tok, const EncoderLimits& limits) {
+std::vector<EncoderInput> inputs(const json& v, const EncoderTokenizer& tok, const EncoderLimits& limits) {
   if (v.is_string()) return {text_input(v, tok, limits)};
   check(v.is_array() && !v.empty(), "input", "must be a string, a list of strings, a list of token ids or a list "
         "of such lists, and not empty");
@@ -45,7 +45,7 @@ int64_t EmbeddingRequest::tokens() const {
   return n;
 }
 
-EmbeddingRequest parse_embedding_request(std::string_view body, const WordPieceTokenizer& tok,
+EmbeddingRequest parse_embedding_request(std::string_view body, const EncoderTokenizer& tok,
                                          const EncoderLimits& limits) {
   EmbeddingRequest out;
   read_request_body(body, [&](const json& req) {

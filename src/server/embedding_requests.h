@@ -8,7 +8,7 @@
 
 #include "model/encoder.h"
 #include "server/api_error.h"
-#include "tokenizer/wordpiece_tokenizer.h"
+#include "tokenizer/encoder_tokenizer.h"
 
 namespace fsvd {
 
@@ -39,7 +39,7 @@ struct EmbeddingRequest {
 // than kMaxEmbeddingInputs inputs, ids out of range, `encoding_format` other
 // than "float" or "base64", `dimensions` other than limits.dimensions, and
 // unknown fields; `user` is accepted and ignored.
-EmbeddingRequest parse_embedding_request(std::string_view body, const WordPieceTokenizer& tok,
+EmbeddingRequest parse_embedding_request(std::string_view body, const EncoderTokenizer& tok,
                                          const EncoderLimits& limits);
 
 }  // namespace fsvd

@@ -46,7 +46,7 @@ void HttpServer::embed(const httplib::Request& req, httplib::Response& res) {
   try {
     if (const std::string why = wrong_kind(endpoint); !why.empty())
       throw ApiError(404, "invalid_request_error", "model", "", why);
-    request = parse_embedding_request(req.body, *wordpiece_, encoder_limits_);
+    request = parse_embedding_request(req.body, *encoder_tokenizer_, encoder_limits_);
   } catch (const ApiError& e) {
     return refuse(e.status, e.what(), e.param, e.code);
   }

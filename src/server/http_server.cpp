@@ -165,11 +165,11 @@ HttpServer::HttpServer(Engine& engine, const Tokenizer& tokenizer, ModelLimits l
   limits_ = limits;
 }
 
-HttpServer::HttpServer(EmbeddingBatcher& embedder, const WordPieceTokenizer& tokenizer, EncoderLimits limits,
+HttpServer::HttpServer(EmbeddingBatcher& embedder, const EncoderTokenizer& tokenizer, EncoderLimits limits,
                        ServerOptions options)
     : HttpServer(std::move(options)) {
   embedder_ = &embedder;
-  wordpiece_ = &tokenizer;
+  encoder_tokenizer_ = &tokenizer;
   encoder_limits_ = limits;
   embedder.on_failure([this](const std::string&) {
     failed_ = true;

@@ -45,7 +45,7 @@ class HttpServer {
   // A decoder. `engine` and `tokenizer` must outlive the server, and nothing else may step the engine.
   HttpServer(Engine& engine, const Tokenizer& tokenizer, ModelLimits limits, ServerOptions options);
   // An encoder. `embedder` and `tokenizer` must outlive the server.
-  HttpServer(EmbeddingBatcher& embedder, const WordPieceTokenizer& tokenizer, EncoderLimits limits,
+  HttpServer(EmbeddingBatcher& embedder, const EncoderTokenizer& tokenizer, EncoderLimits limits,
              ServerOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -83,7 +83,7 @@ class HttpServer {
   const Tokenizer* tok_ = nullptr;
   ModelLimits limits_;
   EmbeddingBatcher* embedder_ = nullptr;  // an encoder's
-  const WordPieceTokenizer* wordpiece_ = nullptr;
+  const EncoderTokenizer* encoder_tokenizer_ = nullptr;
   EncoderLimits encoder_limits_;
   ServerOptions options_;
   Metrics metrics_;

@@ -31,8 +31,11 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
     const auto tid = static_cast<int32_t>(id);
     ids_.emplace(vocab_.tokens[id], tid);  // the first of duplicate texts wins
     const TokenKind kind = vocab_.kinds[id];
-    if (is_literal(kind) || kind == TokenKind::kUnknown)
-      specials_.add(vocab_.tokens[id], tid, kind == TokenKind::kUserDefined);
+    if (is_literal(kind) || kind == TokenKind::kUnknown) {
+      const auto strip = vocab_.strips.find(tid);
+      specials_.add(vocab_.tokens[id], tid, kind == TokenKind::kUserDefined,
+                    strip == vocab_.strips.end() ? TokenStrip{} : strip->second);
+    }
   }
   for (int b = 0; b < 256; ++b) {
     const auto it = ids_.find(byte_to_unicode(static_cast<uint8_t>(b)));

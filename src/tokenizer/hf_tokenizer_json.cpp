@@ -1,7 +1,5 @@
-// Hugging Face tokenizer.json (+ tokenizer_config.json) → byte-level BPE.
-// Supported: model BPE, no normalizer, pre-tokenizers ByteLevel, Split
-// (Isolated), Digits and Sequences of them; added tokens (special ones are
-// control tokens, the others always matched). Anything else is a clear Error.
+// Hugging Face tokenizer.json (+ tokenizer_config.json) → byte-level BPE
+// (what is supported: hf_tokenizer_json.h).
 #include <algorithm>
 #include <climits>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/json_text.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -111,16 +110,20 @@ std::string chat_template_of(const json& config) {
   return {};
 }
 
-BpeVocab vocab_from_json(const json& j, const json& config, const std::string& where) {
+}  // namespace
+
+BpeVocab bpe_vocab_from_json(const json& j, const json& config, const std::string& where) {
   check(j.is_object(), where, "not a JSON object");
   const json& model = member(j, "model", where);
   check(model.is_object(), where, "'model' is not an object");
   const std::string type = model.value("type", std::string("BPE"));
   check(type == "BPE", where, "unsupported model type '", type, "' (only BPE)");
   check(!j.contains("normalizer") || j.at("normalizer").is_null(), where, "normalizers are not supported");
-  check(model.value("continuing_subword_prefix", json()).is_null() &&
-            model.value("end_of_word_suffix", json()).is_null(),
-        where, "BPE with continuing_subword_prefix / end_of_word_suffix is not supported");
+  // "" means none, as null does (transformers' RobertaConverter writes "").
+  for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const json a = model.value(affix, json());
+    check(a.is_null() || a == "", where, "BPE with a ", affix, " is not supported");
+  }
 
   BpeVocab v;
   v.source = where;
@@ -164,6 +167,8 @@ BpeVocab vocab_from_json(const json& j, const json& config, const std::string& w
           " of '", v.tokens[id], "'");
     v.tokens[id] = text;
     v.kinds[id] = a.value("special", false) ? TokenKind::kControl : TokenKind::kUserDefined;
+    const TokenStrip strip{a.value("lstrip", false), a.value("rstrip", false)};
+    if (strip.left || strip.right) v.strips[static_cast<int32_t>(id)] = strip;
     n = std::max(n, id + 1);
   }
   v.tokens.resize(n);
@@ -204,8 +209,6 @@ BpeVocab vocab_from_json(const json& j, const json& config, const std::string& w
   return v;
 }
 
-}  // namespace
-
 json parse_tokenizer_json(std::string_view text, const std::string& where) {
   try {
     return json::parse(text.begin(), text.end());
@@ -219,7 +222,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view tokenizer_json, 
   const json j = parse_tokenizer_json(tokenizer_json, where);
   const json config = config_json.empty() ? json::object() : parse_tokenizer_json(config_json, where + " (tokenizer_config)");
   try {
-    return std::make_unique<BpeTokenizer>(vocab_from_json(j, config.is_object() ? config : json::object(), where));
+    return std::make_unique<BpeTokenizer>(
+        bpe_vocab_from_json(j, config.is_object() ? config : json::object(), where));
   } catch (const json::exception& e) {  // a value of an unexpected JSON type
     fail(where, e.what());
   }

@@ -18,10 +18,16 @@ enum class TokenKind : int32_t {
   kByte = 6,         // <0xXX> byte fallback pieces
 };
 
+// Whitespace a token takes in with it when matched (Hugging Face AddedToken's
+// lstrip / rstrip: RoBERTa's "<mask>" swallows the spaces before it).
+struct TokenStrip {
+  bool left = false, right = false;
+};
+
 class SpecialTokenMatcher {
  public:
   // `always`: matched even when the caller does not ask for special tokens.
-  void add(std::string text, int32_t id, bool always);
+  void add(std::string text, int32_t id, bool always, TokenStrip strip = {});
   bool empty() const { return by_first_byte_.empty(); }
 
   struct Piece {
@@ -29,7 +35,8 @@ class SpecialTokenMatcher {
     int32_t id = -1;
   };
   // Splits `text` at the leftmost-longest occurrences of the registered tokens
-  // (only the `always` ones unless parse_special). Empty text pieces are dropped.
+  // (only the `always` ones unless parse_special), with the Unicode whitespace
+  // their strip takes in. Empty text pieces are dropped.
   std::vector<Piece> split(std::string_view text, bool parse_special) const;
 
  private:
@@ -37,6 +44,7 @@ class SpecialTokenMatcher {
     std::string text;
     int32_t id;
     bool always;
+    TokenStrip strip;
   };
   std::unordered_map<unsigned char, std::vector<Entry>> by_first_byte_;  // longest first
 };

@@ -2,17 +2,15 @@
 // BERT's WordPiece tokenizer with the ids of Hugging Face `tokenizers`:
 // basic tokenization (bert_basic.h), then greedy longest-match-first pieces
 // ("##" marks a piece inside a word), special tokens spelled in the text
-// matched first, `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with token types,
-// and longest-first truncation.
+// matched first; framing and truncation are EncoderTokenizer's.
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "model/encoder.h"
 #include "tokenizer/bert_basic.h"
+#include "tokenizer/encoder_tokenizer.h"
 #include "tokenizer/special_tokens.h"
 
 namespace fsvd {
@@ -26,24 +24,19 @@ struct WordPieceOptions {
   std::vector<std::string> specials = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 };
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public EncoderTokenizer {
  public:
   // `vocab`: token -> id. Throws Error(where, ...) if unk/cls/sep are missing.
   WordPieceTokenizer(std::unordered_map<std::string, int32_t> vocab, WordPieceOptions options,
                      const std::string& where);
 
   // Ids of `text` without [CLS]/[SEP].
-  std::vector<int32_t> tokenize(std::string_view text) const;
-  // [CLS] a [SEP] (b [SEP]), truncated to max_tokens (0: no limit) the way
-  // `tokenizers`' longest_first does: the shorter side keeps what it can up
-  // to half, the longer side takes the rest. Throws if max_tokens leaves no
-  // room for a token of each part.
-  EncoderInput encode(std::string_view a, std::optional<std::string_view> b, int max_tokens) const;
-
-  int32_t vocab_size() const { return vocab_size_; }
+  std::vector<int32_t> tokenize(std::string_view text) const override;
+  int32_t vocab_size() const override { return vocab_size_; }
   const std::string& token(int32_t id) const { return tokens_.at(id); }
 
  private:
+  Frame frame() const override { return {cls_, sep_, false, true}; }
   void add_word(const std::string& word, std::vector<int32_t>& out) const;
 
   std::unordered_map<std::string, int32_t> vocab_;

@@ -91,6 +91,33 @@ TEST_F(EncoderFamily, LoadsDistilBert) {
   expect_equal(m.layers[1].up.first, want.layers[1].up.first);
 }
 
+// RoBERTa: BERT's tensor names under "roberta.", positions numbered from
+// pad_token_id + 1, the classifier's dense + out_proj head.
+TEST_F(EncoderFamily, LoadsRobertaClassifier) {
+  EncoderConfig c = testing::small_encoder_config();
+  c.arch = "roberta";
+  c.type_vocab = 1;
+  const EncoderModel want = testing::random_encoder(c, 3, 2);
+  json config = testing::bert_config_json(c);
+  config["model_type"] = "roberta";
+  config["architectures"] = {"RobertaForSequenceClassification"};
+  config["pad_token_id"] = 1;
+  auto tensors = testing::encoder_hf_tensors(want, "roberta.");
+  tensors.push_back(testing::st_tensor("classifier.dense.weight", want.classifier.pre.first));
+  tensors.push_back(testing::st_tensor("classifier.dense.bias", want.classifier.pre.bias));
+  tensors.push_back(testing::st_tensor("classifier.out_proj.weight", want.classifier.out.first));
+  tensors.push_back(testing::st_tensor("classifier.out_proj.bias", want.classifier.out.bias));
+  write(config, tensors);
+  const EncoderModel m = load_encoder(dir_.path());
+  EXPECT_EQ(m.config.position_offset, 2);
+  EXPECT_EQ(m.max_tokens, c.max_positions - 2);
+  EXPECT_EQ(m.classifier.labels, (std::vector<std::string>{"LABEL_0", "LABEL_1"}));
+  EXPECT_EQ(m.classifier.activation, ClassifierHead::Activation::tanh);
+  expect_equal(m.position_embed, want.position_embed);
+  expect_equal(m.classifier.pre.first, want.classifier.pre.first);
+  expect_equal(m.classifier.out.bias, want.classifier.out.bias);
+}
+
 TEST_F(EncoderFamily, ClearErrors) {
   json config = testing::bert_config_json(model_.config);
   auto tensors = testing::encoder_hf_tensors(model_, "");

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/wordpiece_tokenizer.h"
+
 namespace fsvd {
 namespace {
 

@@ -24,5 +24,19 @@ TEST(SpecialTokenMatcher, LeftmostLongestAndOnlyWhenAsked) {
   EXPECT_EQ(show(m.split("", true)), "");
 }
 
+// Hugging Face AddedToken lstrip / rstrip: the token takes in the Unicode
+// whitespace beside it, never text an earlier token already took.
+TEST(SpecialTokenMatcher, StripTakesInWhitespace) {
+  SpecialTokenMatcher m;
+  m.add("<mask>", 4, false, {true, false});
+  m.add("<r>", 6, true, {false, true});
+  EXPECT_EQ(show(m.split("a  <mask>.", true)), "(a)[4](.)");
+  EXPECT_EQ(show(m.split("a\u00a0\u3000\t<mask>", true)), "(a)[4]");  // nbsp, ideographic space, tab
+  EXPECT_EQ(show(m.split("   <mask>", true)), "[4]");
+  EXPECT_EQ(show(m.split("a<r>  <mask> b", true)), "(a)[6][4]( b)");  // <r> took the spaces first
+  EXPECT_EQ(show(m.split("x \xA0<mask>", true)), "(x \xA0)[4]");  // a stray byte is not whitespace
+  EXPECT_EQ(show(m.split("a <mask>", false)), "(a <mask>)");
+}
+
 }  // namespace
 }  // namespace fsvd

@@ -37,4 +37,12 @@ inline std::string random_text(std::mt19937& rng, size_t pieces, bool invalid = 
   return s;
 }
 
+// The merges of a tokenizer.json's BPE model as transformers' merges.txt.
+inline std::string merges_txt(const nlohmann::json& tokenizer) {
+  std::string text = "#version: 0.2\n";
+  for (const nlohmann::json& m : tokenizer.at("model").at("merges"))
+    text += m[0].get<std::string>() + " " + m[1].get<std::string>() + "\n";
+  return text;
+}
+
 }  // namespace fsvd::testing

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -122,6 +123,21 @@ TEST(CpuEncoder, ClassifierReadsTheFirstToken) {
   }
   const EncoderModel plain = testing::random_encoder(testing::small_encoder_config(), 4);
   EXPECT_TRUE(fails_with([&] { CpuEncoder(plain, 1).classify(kBatch); }, "not a sequence-classification"));
+}
+
+// RoBERTa's first token sits at position padding_idx + 1: the same model with
+// its position table moved up by the offset, read from position 0, is BERT.
+TEST(CpuEncoder, PositionOffsetSkipsTheFirstRows) {
+  EncoderConfig c = testing::small_encoder_config();
+  c.arch = "roberta";
+  c.position_offset = 2;
+  const EncoderModel roberta = testing::random_encoder(c, 4);
+  EncoderModel bert = testing::random_encoder(testing::small_encoder_config(), 4);  // the same weights
+  const std::vector<float> want = CpuEncoder(roberta, 1).embed(kBatch);
+  EXPECT_NE(CpuEncoder(bert, 1).embed(kBatch), want);
+  const float* rows = roberta.position_embed.data();
+  std::copy(rows + 2 * c.hidden, rows + c.max_positions * c.hidden, bert.position_embed.data());
+  EXPECT_EQ(CpuEncoder(bert, 1).embed(kBatch), want);
 }
 
 // The observer sees each layer's four linear inputs once per forward, over the

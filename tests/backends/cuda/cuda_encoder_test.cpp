@@ -111,6 +111,16 @@ TEST_F(CudaEncoderTest, DenseMatchesCpu) {
   expect_states_match(m, ElementType::BF16, 3e-2);
 }
 
+// RoBERTa: positions from padding_idx + 1, as the CPU reads them.
+TEST_F(CudaEncoderTest, PositionOffsetMatchesCpu) {
+  EncoderConfig c = gpu_config();
+  c.arch = "roberta";
+  c.position_offset = 2;
+  const EncoderModel m = testing::random_encoder(c, 9);
+  expect_states_match(m, ElementType::F32, 1e-5);
+  expect_states_match(m, ElementType::BF16, 3e-2);
+}
+
 // Heads of 32 and 80 run zero-padded to 64 and 128 in bf16 (fp32 as they are).
 TEST_F(CudaEncoderTest, PaddedHeadsMatchCpu) {
   for (int hd : {32, 80}) {

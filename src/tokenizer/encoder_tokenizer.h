@@ -1,0 +1,38 @@
+#pragma once
+// What an encoder needs from its tokenizer (WordPiece for BERT, DistilBERT and
+// MiniLM; byte-level BPE for RoBERTa): one text or a pair as model input,
+// framed by the model's special tokens and cut to a length limit the way
+// Hugging Face tokenizers' longest_first truncation does.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "model/encoder.h"
+
+namespace fsvd {
+
+class EncoderTokenizer {
+ public:
+  virtual ~EncoderTokenizer() = default;
+
+  // Ids of `text` without the framing special tokens.
+  virtual std::vector<int32_t> tokenize(std::string_view text) const = 0;
+  virtual int32_t vocab_size() const = 0;
+
+  // BERT: `[CLS] a [SEP] (b [SEP])`, b's part of token type 1; RoBERTa:
+  // `<s> a </s> (</s> b </s>)`, all of type 0. Truncated to max_tokens
+  // (0: no limit): the shorter text keeps what it can up to half, the longer
+  // one takes the rest. Throws if max_tokens leaves no room for a token of each text.
+  EncoderInput encode(std::string_view a, std::optional<std::string_view> b, int max_tokens) const;
+
+ protected:
+  struct Frame {
+    int32_t cls = -1, sep = -1;
+    bool double_sep = false;  // a pair's texts are separated by two `sep`s
+    bool pair_types = false;  // the second text (and its closing `sep`) has token type 1
+  };
+  virtual Frame frame() const = 0;
+};
+
+}  // namespace fsvd
