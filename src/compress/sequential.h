@@ -36,8 +36,9 @@ class SequentialCalibration {
   // Windows of `window` tokens (the last one possibly shorter), each from
   // position 0. `dense` (packed) must outlive this object. Memory: per stream,
   // the residual, one layer's attention output and its residual after o's add
-  // over every calibration token, tokens × (2·hidden + q_dim) fp32; the
-  // compressed stream also keeps the layer's MLP activations, tokens × intermediate.
+  // over every calibration token, tokens × (2·hidden + q_dim) fp32; a stream
+  // stopped at down's input (the compressed one always) also keeps the MLP
+  // activations, tokens × intermediate.
   SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads, FitTargets targets);
   SequentialCalibration(const SequentialCalibration&) = delete;
   SequentialCalibration& operator=(const SequentialCalibration&) = delete;
