@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, on the CPU: build flashsvd, fetch the default model
-# (SmolLM2-135M-Instruct) on first use, compress it (SVD-LLM whitening with
-# the budgeted rank allocation, at the keep in scripts/demo_settings.sh, the
-# whole model's kept parameter fraction; FLASHSVD_DEMO_KEEP to change), and
+# (SmolLM2-135M-Instruct) on first use, compress it (SVD-LLM whitening,
+# sequential, o and down re-fitted to the dense residual stream, budgeted
+# ranks: the flags and keep in scripts/demo_settings.sh, the whole model's
+# kept parameter fraction; FLASHSVD_DEMO_KEEP to change), and
 # show the dense and the compressed model side by side: size, perplexity on a
 # short text, decode speed, and each one's greedy continuation of the same
 # prompt.

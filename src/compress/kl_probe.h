@@ -23,15 +23,22 @@ class KlProbe {
   int64_t tokens() const { return static_cast<int64_t>(tokens_.size()); }
 
  private:
-  // Log-softmax of the logits of `rows` [tokens, hidden] run through layers
-  // [first, layers) of `m`; each layer's input rows appended to `inputs` when given.
-  std::vector<float> log_probs(const Model& m, int first, std::vector<float> rows,
-                               std::vector<std::vector<float>>* inputs) const;
+  // Logits of `rows` [tokens, hidden] run through layers [first, layers) of
+  // `m`, and each row's log Σ exp; each layer's input rows appended to
+  // `inputs` when given.
+  std::vector<float> logits(const Model& m, int first, std::vector<float> rows, std::vector<double>& log_norm,
+                            std::vector<std::vector<float>>* inputs) const;
 
   std::vector<int32_t> tokens_;
   int threads_;
   std::vector<std::vector<float>> layer_inputs_;  // [layer] of the reference
+  // The reference's probabilities p [tokens, vocab], each position's Σ p (1
+  // up to their fp32 rounding) and Σ p·log p over all positions: per position
+  // KL(p ‖ q) = Σ p·log p − Σ p·logit_q + Σ p · log Σ exp logit_q, so a probe
+  // needs its logits' log-normalizers but no log-softmax.
   std::vector<float> reference_;
+  std::vector<double> mass_;
+  double reference_neg_entropy_ = 0;
 };
 
 }  // namespace fsvd

@@ -11,7 +11,8 @@ namespace fsvd {
 SequentialCalibration::Stream::Stream(const Model& model, int window, int threads, int64_t tokens)
     : executor(model, window, threads),
       residual(tokens * model.config.hidden),
-      attention(tokens * model.config.q_dim()) {}
+      attention(tokens * model.config.q_dim()),
+      mid(tokens * model.config.hidden) {}
 
 SequentialCalibration::SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads,
                                              FitTargets targets)
@@ -32,20 +33,33 @@ SequentialCalibration::SequentialCalibration(const Model& dense, std::vector<int
   }
 }
 
-void SequentialCalibration::rows_of(Stream& stream, LinearInput input, std::optional<LinearInput> stop, int64_t start,
-                                    int64_t n) {
-  const int64_t hidden = dense_.config.hidden, q_dim = dense_.config.q_dim();
-  const int64_t dim = linear_input_dim(dense_.config, input);
-  float* attention = stream.attention.data() + start * q_dim;
-  stream.executor.set_observer([&](int, LinearInput seen, const float* rows, int64_t count, int64_t) {
-    if (seen == input) stream.rows.assign(rows, rows + count * dim);
+void SequentialCalibration::rows_of(Stream& stream, LinearInput input, int stop, int64_t start, int64_t n) {
+  const ModelConfig& c = dense_.config;
+  const int from = stream.reached;
+  const int64_t at = start * c.hidden;
+  constexpr int kO = static_cast<int>(LinearInput::O), kGateUp = static_cast<int>(LinearInput::GateUp),
+                kDown = static_cast<int>(LinearInput::Down);
+  if (stop == kDown) stream.mlp.resize(tokens() * c.intermediate);
+  stream.executor.set_observer([&](int, LinearInput seen, const float* rows, int64_t count, int64_t width) {
+    if (seen == input) stream.rows.assign(rows, rows + count * width);
+    // What a later run resumes from: the o input or the down input it stopped at.
+    if (static_cast<int>(seen) == stop && (seen == LinearInput::O || seen == LinearInput::Down))
+      std::copy(rows, rows + count * width, (seen == LinearInput::O ? stream.attention : stream.mlp).data() + start * width);
   });
   // The layer runs on a copy of the window's residual: stopping early leaves it half-updated.
-  scratch_.assign(stream.residual.begin() + start * hidden, stream.residual.begin() + (start + n) * hidden);
-  const bool after_attention = input == LinearInput::GateUp || input == LinearInput::Down;
-  stream.executor.forward_layer(scratch_.data(), n, layer_, {stop, after_attention ? attention : nullptr});
+  const std::vector<float>& residual = from >= kGateUp ? stream.mid : stream.residual;
+  scratch_.assign(residual.begin() + at, residual.begin() + at + n * c.hidden);
+  const float* rows = from == kO ? stream.attention.data() + start * c.q_dim()
+                      : from == kDown ? stream.mlp.data() + start * c.intermediate
+                                      : nullptr;
+  stream.executor.forward_layer(
+      scratch_.data(), n, layer_,
+      {stop == kEnd ? std::nullopt : std::optional(LinearInput(stop)),
+       from == 0 ? std::nullopt : std::optional(LinearInput(from)), rows});
   stream.executor.set_observer(nullptr);
-  if (input == LinearInput::O) std::copy(stream.rows.begin(), stream.rows.end(), attention);
+  if (from < kGateUp && (stop == kGateUp || stop == kDown))
+    std::copy(scratch_.begin(), scratch_.end(), stream.mid.begin() + at);
+  if (stop == kEnd) std::copy(scratch_.begin(), scratch_.end(), stream.residual.begin() + at);
 }
 
 InputStatistics SequentialCalibration::gather(LinearInput input) {
@@ -56,15 +70,16 @@ InputStatistics SequentialCalibration::gather(LinearInput input) {
   // gate|up's input, or to the layer's end) for the residual target.
   const bool adds = input == LinearInput::O || input == LinearInput::Down;
   const bool residual = targets_.residual && adds;
-  const std::optional<LinearInput> dense_stop =
-      !residual ? std::optional(input) : input == LinearInput::O ? std::optional(LinearInput::GateUp) : std::nullopt;
+  const int dense_stop = !residual ? static_cast<int>(input)
+                         : input == LinearInput::O ? static_cast<int>(LinearInput::GateUp)
+                                                   : kEnd;
   const Tensor& bias = (dense_.layers[layer_].*(input == LinearInput::O ? &Layer::o : &Layer::down)).bias;
   InputStatistics stats{Gram(dim), std::nullopt, std::nullopt};
   if (targets_.cross) stats.cross.emplace(dim, dim);
   if (residual) stats.residual.emplace(dim, hidden);
   for (int64_t start = 0; start < tokens(); start += window_) {
     const int64_t n = std::min<int64_t>(window_, tokens() - start);
-    rows_of(work_stream_, input, input, start, n);
+    rows_of(work_stream_, input, static_cast<int>(input), start, n);
     stats.compressed.add(work_stream_.rows.data(), n);
     if (!stats.cross && !residual) continue;
     before_ = scratch_;  // the compressed residual before this input's linear adds
@@ -78,20 +93,20 @@ InputStatistics SequentialCalibration::gather(LinearInput input) {
       stats.residual->add(work_stream_.rows.data(), target_.data(), n);
     }
   }
+  work_stream_.reached = static_cast<int>(input);
+  if (stats.cross || residual) dense_stream_->reached = dense_stop;
   ++stage_;
   return stats;
 }
 
 void SequentialCalibration::advance() {
   check(stage_ == 4, "SequentialCalibration", "layer ", layer_, " advanced before its four inputs were gathered");
-  const int64_t hidden = dense_.config.hidden, q_dim = dense_.config.q_dim();
   for (Stream* s : {&work_stream_, dense_stream_ ? &*dense_stream_ : nullptr}) {
     if (!s) continue;
-    for (int64_t start = 0; start < tokens(); start += window_) {
-      const int64_t n = std::min<int64_t>(window_, tokens() - start);
-      s->executor.forward_layer(s->residual.data() + start * hidden, n, layer_,
-                                {std::nullopt, s->attention.data() + start * q_dim});
-    }
+    if (s->reached != kEnd)
+      for (int64_t start = 0; start < tokens(); start += window_)
+        rows_of(*s, LinearInput::Down, kEnd, start, std::min<int64_t>(window_, tokens() - start));
+    s->reached = 0;
   }
   ++layer_;
   stage_ = 0;

@@ -34,9 +34,11 @@ struct FitTargets {
 class SequentialCalibration {
  public:
   // Windows of `window` tokens (the last one possibly shorter), each from
-  // position 0. `dense` (packed) must outlive this object. Memory per stream:
-  // the residual and one layer's attention output over every calibration
-  // token, tokens × (hidden + q_dim) fp32.
+  // position 0. `dense` (packed) must outlive this object. Memory: per stream,
+  // the residual, one layer's attention output and its residual after o's add
+  // over every calibration token, tokens × (2·hidden + q_dim) fp32; a stream
+  // stopped at down's input (the compressed one always) also keeps the MLP
+  // activations, tokens × intermediate.
   SequentialCalibration(const Model& dense, std::vector<int32_t> ids, int window, int threads, FitTargets targets);
   SequentialCalibration(const SequentialCalibration&) = delete;
   SequentialCalibration& operator=(const SequentialCalibration&) = delete;
@@ -57,20 +59,25 @@ class SequentialCalibration {
   int64_t windows() const { return (tokens() + window_ - 1) / window_; }
 
  private:
-  // One model's residual stream over the calibration tokens. The attention
-  // output is kept from the o stage so later stages and advance() skip
-  // attention, the costly part of a layer on the CPU.
+  // One model's residual stream over the calibration tokens. Each run of the
+  // current layer keeps what it stopped at (`reached`), so the next stage
+  // resumes there: a stream runs each part of a layer once.
   struct Stream {
     Stream(const Model& model, int window, int threads, int64_t tokens);
     CpuExecutor executor;
-    std::vector<float> residual;   // [tokens, hidden] at the current layer's input
-    std::vector<float> attention;  // [tokens, q_dim] the current layer's attention output
+    std::vector<float> residual;   // [tokens, hidden] at the current layer's input (its output once `reached` End)
+    std::vector<float> attention;  // [tokens, q_dim] the attention output, from reaching O
+    std::vector<float> mid;        // [tokens, hidden] the residual after o's add, from reaching GateUp
+    std::vector<float> mlp;        // [tokens, intermediate] the MLP activations, from reaching Down
     std::vector<float> rows;       // the input rows the last window produced
+    int reached = 0;               // stage of the current layer the runs stopped at: LinearInput, or kEnd
   };
-  // Runs `stream`'s current layer over a window up to `stop` (the whole layer
-  // when empty); `input`'s rows land in stream.rows, the window's residual
-  // where the run stopped in scratch_.
-  void rows_of(Stream& stream, LinearInput input, std::optional<LinearInput> stop, int64_t start, int64_t n);
+  static constexpr int kEnd = 4;  // past the layer
+  // Runs `stream`'s current layer over one window from where it was reached
+  // up to `stop` (kEnd: the whole layer), keeping what the run stopped at;
+  // `input`'s rows land in stream.rows, the window's residual where the run
+  // stopped in scratch_. The caller sets stream.reached once every window ran.
+  void rows_of(Stream& stream, LinearInput input, int stop, int64_t start, int64_t n);
 
   const Model& dense_;
   Model work_;

@@ -149,27 +149,38 @@ void CpuExecutor::run_layer(int index, std::span<const SeqSlice> batch, int64_t 
   const ModelConfig& c = model_.config;
   const Layer& l = model_.layers[index];
 
+  const LinearInput from = run.resume_at.value_or(LinearInput::Qkv);
+  check(from == LinearInput::Qkv || from == LinearInput::GateUp || run.rows, "CpuExecutor::forward_layer",
+        "resuming at input ", static_cast<int>(from), " needs its rows");
+  check(!run.stop_at || *run.stop_at >= from, "CpuExecutor::forward_layer", "stopping at input ",
+        static_cast<int>(run.stop_at.value_or(from)), " before resuming at ", static_cast<int>(from));
   // Attention block: q|k|v from one packed GEMM over every row of the step;
   // each sequence's k and v land in its blocks, and its queries attend to them.
-  if (run.attention) {
-    std::memcpy(att_.data(), run.attention, sizeof(float) * n * q_dim_);
-  } else {
+  if (from == LinearInput::Qkv) {
     cpu::rmsnorm(x_.data(), l.attn_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
     observe(index, LinearInput::Qkv, xn_, n, c.hidden);
     if (run.stop_at == LinearInput::Qkv) return;
     attend(index, batch, n);
+  } else if (from == LinearInput::O) {
+    std::memcpy(att_.data(), run.rows, sizeof(float) * n * q_dim_);
   }
-  observe(index, LinearInput::O, att_, n, q_dim_);
-  if (run.stop_at == LinearInput::O) return;
-  cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);
+  if (from <= LinearInput::O) {
+    observe(index, LinearInput::O, att_, n, q_dim_);
+    if (run.stop_at == LinearInput::O) return;
+    cpu::apply_linear(l.o, att_.data(), n, x_.data(), c.hidden, true, scratch_);
+  }
 
   // MLP block: gate|up from one packed GEMM, then down added to the residual.
-  cpu::rmsnorm(x_.data(), l.mlp_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
-  observe(index, LinearInput::GateUp, xn_, n, c.hidden);
-  if (run.stop_at == LinearInput::GateUp) return;
-  const cpu::OutSlot gu_out[] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
-  cpu::apply_packed(l.gate_up, xn_.data(), n, gu_out, scratch_);
-  cpu::silu_mul(gate_.data(), up_.data(), n * c.intermediate, gate_.data());
+  if (from <= LinearInput::GateUp) {
+    cpu::rmsnorm(x_.data(), l.mlp_norm.data(), n, c.hidden, c.rms_eps, xn_.data());
+    observe(index, LinearInput::GateUp, xn_, n, c.hidden);
+    if (run.stop_at == LinearInput::GateUp) return;
+    const cpu::OutSlot gu_out[] = {{gate_.data(), c.intermediate}, {up_.data(), c.intermediate}};
+    cpu::apply_packed(l.gate_up, xn_.data(), n, gu_out, scratch_);
+    cpu::silu_mul(gate_.data(), up_.data(), n * c.intermediate, gate_.data());
+  } else {
+    std::memcpy(gate_.data(), run.rows, sizeof(float) * n * c.intermediate);
+  }
   observe(index, LinearInput::Down, gate_, n, c.intermediate);
   if (run.stop_at == LinearInput::Down) return;
   cpu::apply_linear(l.down, gate_.data(), n, x_.data(), c.hidden, true, scratch_);

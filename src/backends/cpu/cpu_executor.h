@@ -35,9 +35,13 @@ class CpuExecutor : public Executor {
     // Stop once the observer has seen this input (`hidden` then holds the
     // layer's input residual plus whatever the layer added before it).
     std::optional<LinearInput> stop_at;
-    // The attention output [n, q_dim] (the o input) from an earlier run of this
-    // layer over the same rows: skips q|k|v and attention (and the q|k|v observer call).
-    const float* attention = nullptr;
+    // Resume where an earlier run of this layer over the same rows stopped
+    // (O, GateUp or Down; empty: from the start), skipping what came before
+    // (and its observer calls): `hidden` holds what that run left there, and
+    // `rows` that input's rows (O: the attention output [n, q_dim]; Down: the
+    // MLP activations [n, intermediate]; GateUp: none, its norm is redone).
+    std::optional<LinearInput> resume_at;
+    const float* rows = nullptr;
   };
   // Runs layer `index` over `hidden` [n, hidden], in place: the residual stream
   // of one sequence from position 0 (no embedding, final norm or lm_head). Lets

@@ -1,5 +1,5 @@
 // CpuExecutor::forward_layer: one layer at a time over residual rows, stopping
-// at an input or resuming after a cached attention output, then logits_of, is
+// at an input or resuming where an earlier run stopped, then logits_of, is
 // the forward pass.
 #include <gtest/gtest.h>
 
@@ -47,17 +47,24 @@ TEST(ForwardLayer, LayerByLayerAndStageByStageIsTheForwardPass) {
   std::vector<float> x;
   for (int32_t t : tokens) x.insert(x.end(), m.embed.data() + t * hidden, m.embed.data() + (t + 1) * hidden);
   for (int l = 0; l < m.config.n_layers; ++l) {
-    std::vector<float> attention;
+    // Each stage resumes where the one before stopped, keeping what that left:
+    // the attention output (O), the residual after o's add (GateUp), the MLP activations (Down).
+    std::vector<float> attention, mid, mlp;
     for (LinearInput input : kInputs) {
       got.clear();
-      std::vector<float> copy = x;
-      const bool resume = input == LinearInput::GateUp || input == LinearInput::Down;
-      layered.forward_layer(copy.data(), n, l, {input, resume ? attention.data() : nullptr});
+      std::vector<float> copy = input == LinearInput::Down ? mid : x;
+      const std::optional<LinearInput> resume =
+          input <= LinearInput::O ? std::nullopt : std::optional(LinearInput(static_cast<int>(input) - 1));
+      layered.forward_layer(copy.data(), n, l, {input, resume, resume == LinearInput::O ? attention.data() : nullptr});
       EXPECT_EQ(got[std::make_pair(l, input)], want[std::make_pair(l, input)]) << "layer " << l << " input " << int(input);
-      EXPECT_EQ(got.count(std::make_pair(l, LinearInput::Qkv)), resume ? 0u : 1u);  // resuming skips q|k|v
+      // From the start every input up to the stop is seen; resuming, only the one resumed at and this one.
+      EXPECT_EQ(got.size(), resume ? 2u : static_cast<size_t>(input) + 1);
       if (input == LinearInput::O) attention = got[{l, input}];
+      if (input == LinearInput::GateUp) mid = copy;
     }
-    layered.forward_layer(x.data(), n, l, {std::nullopt, attention.data()});
+    mlp = got[{l, LinearInput::Down}];
+    layered.forward_layer(mid.data(), n, l, {std::nullopt, LinearInput::Down, mlp.data()});
+    x = mid;
   }
 
   // The final hidden rows give the forward pass's logits.
@@ -74,6 +81,9 @@ TEST(ForwardLayer, RejectsLayersAndRowCountsOutOfRange) {
   EXPECT_THROW(ex.forward_layer(x.data(), 4, -1, {}), Error);
   EXPECT_THROW(ex.forward_layer(x.data(), 9, 0, {}), Error);  // beyond the context of 8
   EXPECT_THROW(ex.forward_layer(x.data(), 0, 0, {}), Error);
+  EXPECT_THROW(ex.forward_layer(x.data(), 4, 0, {std::nullopt, LinearInput::O, nullptr}), Error);  // no rows
+  EXPECT_THROW(ex.forward_layer(x.data(), 4, 0, {std::nullopt, LinearInput::Down, nullptr}), Error);
+  EXPECT_THROW(ex.forward_layer(x.data(), 4, 0, {LinearInput::O, LinearInput::GateUp, nullptr}), Error);  // stop first
   std::vector<float> logits;
   EXPECT_THROW(ex.logits_of(x.data(), 9, logits), Error);
   EXPECT_THROW(ex.logits_of(x.data(), 0, logits), Error);
