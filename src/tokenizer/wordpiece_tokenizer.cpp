@@ -54,8 +54,6 @@ WordPieceTokenizer::WordPieceTokenizer(std::unordered_map<std::string, int32_t> 
     check(id >= 0 && id < (1 << 24), where, "token id ", id, " of '", tok, "' is out of range");
     vocab_size_ = std::max(vocab_size_, id + 1);
   }
-  tokens_.resize(vocab_size_);
-  for (const auto& [tok, id] : vocab_) tokens_[id] = tok;
   auto need = [&](const std::string& tok) {
     const auto it = vocab_.find(tok);
     check(it != vocab_.end(), where, "the vocabulary has no '", tok, "' token");

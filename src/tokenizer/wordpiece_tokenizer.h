@@ -33,14 +33,12 @@ class WordPieceTokenizer : public EncoderTokenizer {
   // Ids of `text` without [CLS]/[SEP].
   std::vector<int32_t> tokenize(std::string_view text) const override;
   int32_t vocab_size() const override { return vocab_size_; }
-  const std::string& token(int32_t id) const { return tokens_.at(id); }
 
  private:
   Frame frame() const override { return {cls_, sep_, false, true}; }
   void add_word(const std::string& word, std::vector<int32_t>& out) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> tokens_;  // id -> token ("" for ids the vocab skips)
   WordPieceOptions options_;
   SpecialTokenMatcher specials_;
   int32_t vocab_size_ = 0, unk_ = -1, cls_ = -1, sep_ = -1;
