@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Converts the default model once and writes the calibration text the way
-# scripts/accuracy_default_model.sh does (the tails of the three texts), for
+# the removed scripts/accuracy_default_model.sh did (the tails of the three texts), for
 # CALIB_TOKENS tokens. Usage: prepare.sh FLASHSVD TEXTS OUT
 set -euo pipefail
 fsvd=$1 texts=$2 out=$3 calib_tokens=${CALIB_TOKENS:-8192}
