@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include <nvtx3/nvtx3.hpp>
+
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/device_name.h"
 #include "backends/cuda/elementwise.h"
@@ -431,6 +433,9 @@ void CudaExecutor::begin_sampling(const SamplingParams& params) {
 }
 
 void CudaExecutor::enqueue_step(int rows) {
+  // A named range, so a profiler can take a decode step's kernels alone:
+  // `ncu --nvtx --nvtx-include "decode step/"` (docs/benchmarks.md).
+  nvtx3::scoped_range range{"decode step"};
   if (options_.graph == GraphMode::none) {
     for (int p = 0; p < piece_count(); ++p) enqueue_piece(p, rows, stream_);
     return;
