@@ -133,20 +133,29 @@ std::vector<Engine::Planned> Engine::schedule() {
   for (auto& s : running_) s->planned = false;
   int64_t budget = options_.step_tokens;
   bool prefill_planned = false;
-  // Rows of a sequence at `computed` with `rest` tokens to run, within the budget.
-  auto rows_for = [&](int64_t rest) -> int64_t {
-    if (rest == 1) return 1;  // decode rows are not held back by the budget
+  // Whether `seq` runs one decode row: its last token, or (batch-invariant) a
+  // token it generated before a preemption, re-read one a step as it was
+  // first read, so that its keys and values come out bitwise the same.
+  auto decode_row = [&](const Sequence& seq) {
+    const int64_t rest = static_cast<int64_t>(seq.tokens.size()) - seq.computed;
+    return rest == 1 || (options_.batch_invariant && seq.computed >= seq.result.prompt_tokens);
+  };
+  // Rows of `seq` to run in this step, within the budget.
+  auto rows_for = [&](const Sequence& seq) -> int64_t {
+    if (decode_row(seq)) return 1;  // decode rows are not held back by the budget
+    const int64_t rest = static_cast<int64_t>(seq.tokens.size()) - seq.computed;
     if (options_.chunked_prefill && !options_.batch_invariant) return std::min(rest, std::max<int64_t>(budget, 0));
-    // Whole prompts, or chunks of step_tokens from the prompt's start: one a
-    // step even past the budget.
-    const int64_t rows = options_.chunked_prefill ? std::min<int64_t>(rest, options_.step_tokens) : rest;
+    // Whole prompts, or (batch-invariant) chunks of step_tokens from the
+    // prompt's start and none past its end: one a step even past the budget.
+    const int64_t prompt_rest = options_.batch_invariant ? seq.result.prompt_tokens - seq.computed : rest;
+    const int64_t rows = options_.chunked_prefill ? std::min<int64_t>(prompt_rest, options_.step_tokens) : prompt_rest;
     return rows <= budget || !prefill_planned ? rows : 0;
   };
   auto add = [&](Sequence& seq, int64_t rows) {
+    prefill_planned |= !decode_row(seq);
     seq.planned = true;
     plan.push_back({&seq, static_cast<int>(rows)});
     budget -= rows;
-    prefill_planned |= rows > 1 || seq.computed + rows < static_cast<int64_t>(seq.tokens.size());
   };
 
   // Decode rows first, then chunks of prompts already being read, oldest first.
@@ -154,10 +163,8 @@ std::vector<Engine::Planned> Engine::schedule() {
   for (auto& s : running_) order.push_back(s.get());
   for (bool decoding : {true, false}) {
     for (Sequence* seq : order) {
-      if (!seq->running || seq->done || seq->planned) continue;
-      const int64_t rest = static_cast<int64_t>(seq->tokens.size()) - seq->computed;
-      if ((rest == 1) != decoding) continue;
-      const int64_t rows = rows_for(rest);
+      if (!seq->running || seq->done || seq->planned || decode_row(*seq) != decoding) continue;
+      const int64_t rows = rows_for(*seq);
       if (rows == 0 || !reserve(*seq, seq->computed + rows)) continue;
       add(*seq, rows);
     }
@@ -171,7 +178,7 @@ std::vector<Engine::Planned> Engine::schedule() {
       std::lock_guard lock(mutex_);
       if (waiting_.empty()) break;
       Sequence& seq = *waiting_.front();
-      rows = rows_for(static_cast<int64_t>(seq.tokens.size()));
+      rows = rows_for(seq);
       if (rows == 0 || !blocks_.grow(seq.blocks, rows)) break;
       next = std::move(waiting_.front());
       waiting_.pop_front();

@@ -40,8 +40,9 @@ struct EngineOptions {
   bool chunked_prefill = true;  // off: a prompt is read whole in the step that admits it
   // Prompt chunks of step_tokens fixed by position (one may overrun the
   // step's budget) rather than what the budget leaves: a prompt is then read
-  // in the same chunks whatever shares its steps (the backend's decode rows
-  // are the executor's part: BatchShape::batch_invariant).
+  // in the same chunks whatever shares its steps, and a preempted sequence's
+  // generated tokens are re-read one a step, as decode rows (the backend's
+  // decode rows are the executor's part: BatchShape::batch_invariant).
   bool batch_invariant = false;
 };
 

@@ -196,6 +196,33 @@ Request greedy(std::vector<int32_t> prompt, int max_new, std::string* text = nul
   return r;
 }
 
+// Batch-invariant, with preemptions: a recomputed sequence reads its prompt
+// in the chunks it was first read in and its generated tokens one a step, as
+// decode rows (so that their keys and values are what the decode rows first
+// wrote); no chunk reaches past a prompt.
+TEST(Engine, BatchInvariantRecomputeReadsGeneratedTokensAsDecodeRows) {
+  const Model model = test_model();
+  const LetterTokenizer tok;
+  const int prompt_len = 9;
+  ChunkRecorder ex(model, KvPages{4, 10}, 40);
+  EngineOptions options{8, 64, 8, true, true};
+  Engine engine(ex, tok, options);
+  int preempted = 0;
+  std::vector<RequestResult> results(6);
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> prompt;
+    for (int t = 0; t < prompt_len; ++t) prompt.push_back(2 + (5 * i + 3 * t) % (kVocab - 2));
+    engine.submit(greedy(std::move(prompt), 14, nullptr, &results[i]));
+  }
+  engine.run();
+  for (const RequestResult& r : results) preempted += r.preemptions;
+  ASSERT_GT(preempted, 0) << "the small cache should have forced preemptions";
+  for (const ChunkRecorder::Chunk& c : ex.chunks) {
+    EXPECT_LE(c.pos + c.rows, prompt_len) << "a chunk at " << c.pos << " of " << c.rows << " rows";
+    EXPECT_EQ(c.pos % options.step_tokens, 0);
+  }
+}
+
 TEST(Engine, AFullQueueRefusesAtOnceAndAcceptsAgainOnceItDrains) {
   const Model model = test_model();
   const LetterTokenizer tok;

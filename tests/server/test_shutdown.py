@@ -54,8 +54,7 @@ def test_sigterm_ends_open_streams_and_exits_cleanly():
     assert all(f in (["abort"], ["length"]) for f in finishes), finishes
     if slow:  # still running or waiting when the signal came
         assert all(f == ["abort"] for f in finishes), finishes
-    else:
-        assert any(f == ["abort"] for f in finishes), finishes
+    # stories260K (no default model) may finish all four before the signal.
     server.stop()
 
 

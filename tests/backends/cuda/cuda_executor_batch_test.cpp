@@ -248,7 +248,9 @@ TEST_P(CudaExecutorBatch, Bf16BatchInvariantRowsAreBitwiseTheRowAlone) {
 
 // Batch-invariant bf16 through the engine (prompt chunks fixed by position as
 // well): greedy and seeded requests get the tokens each gets alone on the
-// batch-1 path, where the default parts at near-ties (above).
+// batch-1 path, where the default parts at near-ties (above); also with a
+// cache too small for all, where preempted sequences are recomputed (their
+// generated tokens re-read as decode rows).
 TEST_P(CudaExecutorBatch, Bf16BatchInvariantRequestsGetWhatTheyGetAlone) {
   const Model model = test_model(GetParam());
   const std::vector<Request> requests = engine_requests(true);
@@ -256,11 +258,18 @@ TEST_P(CudaExecutorBatch, Bf16BatchInvariantRequestsGetWhatTheyGetAlone) {
   CudaOptions options;
   options.max_batch = 4;
   options.batch_invariant = true;
-  CudaExecutor gpu(model, KvPages{16, 24}, 96, options);
-  const std::vector<RequestResult> got = run_engine(gpu, requests, true);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
-    EXPECT_EQ(got[i].stop_reason, alone[i].stop_reason) << "request " << i;
+  for (const int blocks : {24, 12}) {  // 384 positions, then 192 for ~340: preemptions
+    CudaExecutor gpu(model, KvPages{16, blocks}, 96, options);
+    const std::vector<RequestResult> got = run_engine(gpu, requests, true);
+    int preemptions = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(got[i].tokens, alone[i].tokens) << blocks << " blocks, request " << i;
+      EXPECT_EQ(got[i].stop_reason, alone[i].stop_reason) << blocks << " blocks, request " << i;
+      preemptions += got[i].preemptions;
+    }
+    if (blocks == 12) {
+      EXPECT_GT(preemptions, 0) << "the small cache should have forced preemptions";
+    }
   }
 }
 
