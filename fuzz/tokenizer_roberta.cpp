@@ -26,13 +26,13 @@ fsvd::RobertaTokenizer builtin() {
     v.tokens.push_back(s);
     v.kinds.push_back(fsvd::TokenKind::kControl);
   }
-  v.strips[4] = {true, false};
+  v.added_flags[4] = {true, false};
   for (int b = 0; b < 256; ++b) v.tokens.push_back(fsvd::byte_to_unicode(static_cast<uint8_t>(b)));
   v.merges = {{"Ġ", "t"}, {"h", "e"}};
   v.tokens.insert(v.tokens.end(), {"Ġt", "he"});
   v.kinds.resize(v.tokens.size(), fsvd::TokenKind::kNormal);
   v.pretokenize = {{fsvd::kGpt2SplitPattern, false, false}};
-  return fsvd::RobertaTokenizer(std::move(v), 0, 2);
+  return fsvd::RobertaTokenizer(std::move(v), fsvd::EncoderTemplate::roberta(0, 2));
 }
 
 }  // namespace

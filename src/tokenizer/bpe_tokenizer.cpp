@@ -32,9 +32,9 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {
     ids_.emplace(vocab_.tokens[id], tid);  // the first of duplicate texts wins
     const TokenKind kind = vocab_.kinds[id];
     if (is_literal(kind) || kind == TokenKind::kUnknown) {
-      const auto strip = vocab_.strips.find(tid);
+      const auto flags = vocab_.added_flags.find(tid);
       specials_.add(vocab_.tokens[id], tid, kind == TokenKind::kUserDefined,
-                    strip == vocab_.strips.end() ? TokenStrip{} : strip->second);
+                    flags == vocab_.added_flags.end() ? AddedTokenFlags{} : flags->second);
     }
   }
   for (int b = 0; b < 256; ++b) {

@@ -20,7 +20,7 @@ struct BpeVocab {
   std::string source;                  // file name for errors
   std::vector<std::string> tokens;     // id -> text (byte-level characters for normal tokens)
   std::vector<TokenKind> kinds;        // id -> kind; control and user-defined tokens are literal text
-  std::unordered_map<int32_t, TokenStrip> strips;  // literal tokens that take in the whitespace around them
+  std::unordered_map<int32_t, AddedTokenFlags> added_flags;  // how literal tokens are matched, when not all false
   std::vector<std::pair<std::string, std::string>> merges;  // in rank order
   std::vector<PretokenizeStep> pretokenize;
   bool ignore_merges = false;          // a word that is itself a token is not merged (LLaMA-3)

@@ -7,10 +7,10 @@
 namespace fsvd {
 
 EncoderInput EncoderTokenizer::encode(std::string_view a, std::optional<std::string_view> b, int max_tokens) const {
-  const Frame f = frame();
+  const EncoderTemplate& t = frame();
   std::vector<int32_t> first = tokenize(a), second;
   if (b) second = tokenize(*b);
-  const int64_t specials = b ? (f.double_sep ? 4 : 3) : 2;
+  const int64_t specials = t.specials(b.has_value());
   if (max_tokens > 0 && static_cast<int64_t>(first.size() + second.size()) + specials > max_tokens) {
     const int64_t budget = max_tokens - specials;
     check(budget >= (b ? 2 : 1), "tokenizer", "a limit of ", max_tokens, " tokens leaves no room for the text");
@@ -31,15 +31,10 @@ EncoderInput EncoderTokenizer::encode(std::string_view a, std::optional<std::str
     }
   }
   EncoderInput in;
-  in.ids.push_back(f.cls);
-  in.ids.insert(in.ids.end(), first.begin(), first.end());
-  in.ids.push_back(f.sep);
-  in.type_ids.assign(in.ids.size(), 0);
-  if (b) {
-    if (f.double_sep) in.ids.push_back(f.sep);
-    in.ids.insert(in.ids.end(), second.begin(), second.end());
-    in.ids.push_back(f.sep);
-    in.type_ids.resize(in.ids.size(), f.pair_types ? 1 : 0);
+  for (const TemplatePiece& p : b ? t.pair : t.single) {
+    const std::vector<int32_t>& ids = p.sequence < 0 ? p.ids : p.sequence == 0 ? first : second;
+    in.ids.insert(in.ids.end(), ids.begin(), ids.end());
+    in.type_ids.resize(in.ids.size(), p.type_id);
   }
   return in;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/encoder.h"
+#include "tokenizer/encoder_template.h"
 
 namespace fsvd {
 
@@ -20,19 +21,15 @@ class EncoderTokenizer {
   virtual std::vector<int32_t> tokenize(std::string_view text) const = 0;
   virtual int32_t vocab_size() const = 0;
 
-  // BERT: `[CLS] a [SEP] (b [SEP])`, b's part of token type 1; RoBERTa:
-  // `<s> a </s> (</s> b </s>)`, all of type 0. Truncated to max_tokens
-  // (0: no limit): the shorter text keeps what it can up to half, the longer
-  // one takes the rest. Throws if max_tokens leaves no room for a token of each text.
+  // Framed by the tokenizer's template (BERT: `[CLS] a [SEP] (b [SEP])`, b's
+  // part of token type 1; RoBERTa: `<s> a </s> (</s> b </s>)`, all of type 0).
+  // Truncated to max_tokens (0: no limit): the shorter text keeps what it can
+  // up to half, the longer one takes the rest. Throws if max_tokens leaves no
+  // room for a token of each text.
   EncoderInput encode(std::string_view a, std::optional<std::string_view> b, int max_tokens) const;
 
  protected:
-  struct Frame {
-    int32_t cls = -1, sep = -1;
-    bool double_sep = false;  // a pair's texts are separated by two `sep`s
-    bool pair_types = false;  // the second text (and its closing `sep`) has token type 1
-  };
-  virtual Frame frame() const = 0;
+  virtual const EncoderTemplate& frame() const = 0;
 };
 
 }  // namespace fsvd

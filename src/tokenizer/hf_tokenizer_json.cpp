@@ -167,8 +167,10 @@ BpeVocab bpe_vocab_from_json(const json& j, const json& config, const std::strin
           " of '", v.tokens[id], "'");
     v.tokens[id] = text;
     v.kinds[id] = a.value("special", false) ? TokenKind::kControl : TokenKind::kUserDefined;
-    const TokenStrip strip{a.value("lstrip", false), a.value("rstrip", false)};
-    if (strip.left || strip.right) v.strips[static_cast<int32_t>(id)] = strip;
+    const AddedTokenFlags flags{a.value("lstrip", false), a.value("rstrip", false), a.value("single_word", false),
+                                a.value("normalized", false)};
+    if (flags.lstrip || flags.rstrip || flags.single_word || flags.normalized)
+      v.added_flags[static_cast<int32_t>(id)] = flags;
     n = std::max(n, id + 1);
   }
   v.tokens.resize(n);

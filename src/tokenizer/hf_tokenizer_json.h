@@ -10,8 +10,9 @@ namespace fsvd {
 
 // Model BPE, no normalizer, pre-tokenizers ByteLevel, Split (Isolated), Digits
 // and Sequences of them; added tokens (special ones are control tokens, the
-// others always matched; lstrip / rstrip kept). BOS, EOS, add_bos_token and the
-// chat template come from `config` (tokenizer_config.json; {} when none).
+// others always matched; their lstrip, rstrip, single_word and normalized
+// kept). BOS, EOS, add_bos_token and the chat template come from `config`
+// (tokenizer_config.json; {} when none).
 // Anything else is an Error naming `where`; so may be a json::exception for a
 // value of an unexpected type, which callers turn into an Error.
 BpeVocab bpe_vocab_from_json(const nlohmann::json& tokenizer, const nlohmann::json& config, const std::string& where);

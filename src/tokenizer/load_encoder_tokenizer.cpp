@@ -20,9 +20,9 @@ std::unique_ptr<EncoderTokenizer> load_encoder_tokenizer(const std::string& dir)
     const nlohmann::json model = j.is_object() ? j.value("model", nlohmann::json()) : nlohmann::json();
     const nlohmann::json type = model.is_object() ? model.value("type", nlohmann::json()) : nlohmann::json();
     if (type == "WordPiece") return std::make_unique<WordPieceTokenizer>(wordpiece_from_json(text, where));
-    if (type == "BPE") return std::make_unique<RobertaTokenizer>(roberta_from_json(text, where));
+    if (type == "BPE") return std::make_unique<RobertaTokenizer>(roberta_from_tokenizer(j, where));
     fail(where, "tokenizer model type ", type.dump(), " is not supported for encoders (supported: WordPiece, ",
-         "byte-level BPE with RobertaProcessing)");
+         "byte-level BPE)");
   }
   if (fs::exists(root / "vocab.txt")) return std::make_unique<WordPieceTokenizer>(load_wordpiece(dir));
   if (fs::exists(root / "vocab.json") && fs::exists(root / "merges.txt"))

@@ -7,7 +7,7 @@
 
 namespace fsvd {
 
-// tokenizer.json by its model type (WordPiece, or BPE with RobertaProcessing),
+// tokenizer.json by its model type (WordPiece or byte-level BPE, framed by its post-processor),
 // else vocab.txt (WordPiece), else vocab.json + merges.txt (RoBERTa's BPE).
 // Throws Error naming the file for any other tokenizer.
 std::unique_ptr<EncoderTokenizer> load_encoder_tokenizer(const std::string& dir);

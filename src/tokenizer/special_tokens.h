@@ -18,17 +18,23 @@ enum class TokenKind : int32_t {
   kByte = 6,         // <0xXX> byte fallback pieces
 };
 
-// Whitespace a token takes in with it when matched (Hugging Face AddedToken's
-// lstrip / rstrip: RoBERTa's "<mask>" swallows the spaces before it).
-struct TokenStrip {
-  bool left = false, right = false;
+// How a token is matched in text: Hugging Face AddedToken's flags.
+struct AddedTokenFlags {
+  // Takes in the whitespace before / after it (RoBERTa's "<mask>" swallows the spaces before it).
+  bool lstrip = false, rstrip = false;
+  // Only matched where no word character (regex \w) touches it; a match so refused still
+  // hides the text it covered from other tokens, as in `tokenizers`.
+  bool single_word = false;
+  // Matched in a second pass, over the text the other tokens left (`tokenizers` matches these
+  // in the normalized text: the same text for byte-level BPE, which has no normalizer).
+  bool normalized = false;
 };
 
 class SpecialTokenMatcher {
  public:
   // `always`: matched even when the caller does not ask for special tokens.
-  void add(std::string text, int32_t id, bool always, TokenStrip strip = {});
-  bool empty() const { return by_first_byte_.empty(); }
+  void add(std::string text, int32_t id, bool always, AddedTokenFlags flags = {});
+  bool empty() const { return by_first_byte_[0].empty() && by_first_byte_[1].empty(); }
 
   struct Piece {
     std::string_view text;  // ordinary text to encode normally, when id < 0
@@ -36,7 +42,8 @@ class SpecialTokenMatcher {
   };
   // Splits `text` at the leftmost-longest occurrences of the registered tokens
   // (only the `always` ones unless parse_special), with the Unicode whitespace
-  // their strip takes in. Empty text pieces are dropped.
+  // their lstrip / rstrip takes in: first the tokens that are not `normalized`,
+  // then those in the text between. Empty text pieces are dropped.
   std::vector<Piece> split(std::string_view text, bool parse_special) const;
 
  private:
@@ -44,9 +51,12 @@ class SpecialTokenMatcher {
     std::string text;
     int32_t id;
     bool always;
-    TokenStrip strip;
+    AddedTokenFlags flags;
   };
-  std::unordered_map<unsigned char, std::vector<Entry>> by_first_byte_;  // longest first
+  // One pass over `text`, appending its pieces to `out`.
+  void split_pass(std::string_view text, bool normalized, bool parse_special, std::vector<Piece>& out) const;
+
+  std::unordered_map<unsigned char, std::vector<Entry>> by_first_byte_[2];  // [normalized], longest first
 };
 
 }  // namespace fsvd

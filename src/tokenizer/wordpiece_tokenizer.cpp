@@ -60,8 +60,12 @@ WordPieceTokenizer::WordPieceTokenizer(std::unordered_map<std::string, int32_t> 
     return it->second;
   };
   unk_ = need(options_.unk);
-  cls_ = need(options_.cls);
-  sep_ = need(options_.sep);
+  if (options_.frame) {
+    options_.frame->check_ids(vocab_size_, where);
+    frame_ = *options_.frame;
+  } else {
+    frame_ = EncoderTemplate::bert(need(options_.cls), need(options_.sep));
+  }
   check(options_.max_chars_per_word > 0, where, "max_input_chars_per_word must be positive");
   for (const std::string& s : options_.specials)
     if (const auto it = vocab_.find(s); it != vocab_.end()) specials_.add(s, it->second, true);
@@ -155,6 +159,8 @@ WordPieceTokenizer wordpiece_from_json(std::string_view tokenizer_json, const st
     const std::string& type = type_of(j.at("pre_tokenizer"), "pre_tokenizer", where);
     check(type == "BertPreTokenizer", where, "pre_tokenizer '", type, "' is not supported (supported: BertPreTokenizer)");
   }
+  if (j.contains("post_processor") && !j.at("post_processor").is_null())
+    o.frame = encoder_template_from_json(j.at("post_processor"), where);
   o.specials.clear();
   if (j.contains("added_tokens")) {
     check(j.at("added_tokens").is_array(), where, "'added_tokens' must be a list");

@@ -1,24 +1,31 @@
 """A tiny RoBERTa-style tokenizer and its reference ids, by Hugging Face `tokenizers`.
 
-Trains a byte-level BPE of 600 tokens on this repository's docs/*.md with
-RoBERTa's special tokens (<s> 0, <pad> 1, </s> 2, <unk> 3, <mask> 4; <mask>
-lstrip as roberta-base's), ByteLevel(add_prefix_space=false) and
-RobertaProcessing. Writes tests/fixtures/tokenizer/roberta_bpe_tokenizer.json
-(the tokenizer) and tests/fixtures/tokenizer/roberta_bpe.json: per text the ids
-without specials, also with add_prefix_space=true, and `<s> A </s></s> B </s>`
-pairs with token types under longest-first truncation. When `transformers` is
+With --retrain (or when it is missing), trains a byte-level BPE of 600 tokens on
+this repository's docs/*.md with RoBERTa's special tokens (<s> 0, <pad> 1,
+</s> 2, <unk> 3, <mask> 4; <mask> lstrip as roberta-base's),
+ByteLevel(add_prefix_space=false) and RobertaProcessing, and writes it to
+tests/fixtures/tokenizer/roberta_bpe_tokenizer.json; otherwise reuses that file
+(retraining on changed docs gives a different, equally valid, fixture).
+Writes tests/fixtures/tokenizer/roberta_bpe.json: per text the ids without
+specials, also with add_prefix_space=true, and `<s> A </s></s> B </s>` pairs
+with token types under longest-first truncation. When `transformers` is
 installed, checks that its RobertaTokenizerFast built from the same vocab.json +
 merges.txt (no tokenizer.json) gives the same ids, as the C++ test expects.
-Retraining on changed docs gives a different (equally valid) fixture.
-Needs the pip package `tokenizers`.
+Also writes tests/fixtures/tokenizer/roberta_bpe_cases.json (make_roberta_cases.py):
+added tokens' single_word / lstrip / rstrip / normalized, vocab.json directories
+with extra added tokens as transformers' AutoTokenizer loads them, and
+TemplateProcessing post-processors (also on a small WordPiece tokenizer).
+Needs the pip packages `tokenizers` (0.20.3) and, for the directories, `transformers` (4.46.3).
 """
 import glob
 import json
 import os
+import sys
 import tempfile
 
 from tokenizers import ByteLevelBPETokenizer, Tokenizer
 
+import make_roberta_cases
 from samples import MULTILINGUAL, write_fixture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -109,9 +116,13 @@ def check_transformers(j, cases, pairs):
 
 def main():
     path = os.path.join(FIXTURES, "roberta_bpe_tokenizer.json")
-    j = train(path)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(j, f, ensure_ascii=False, separators=(",", ":"))
+    if "--retrain" in sys.argv[1:] or not os.path.exists(path):
+        j = train(path)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(j, f, ensure_ascii=False, separators=(",", ":"))
+    else:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
     plain, prefixed = load(j), load(j, add_prefix_space=True)
     cases = [{"text": text, "ids": plain.encode(text, add_special_tokens=False).ids,
               "ids_prefix_space": prefixed.encode(text, add_special_tokens=False).ids}
@@ -129,6 +140,7 @@ def main():
     }
     write_fixture(os.path.join(FIXTURES, "roberta_bpe.json"), header, cases)
     print(f"wrote {len(cases)} cases and {len(pairs)} pairs to {FIXTURES}")
+    make_roberta_cases.write(j, os.path.join(FIXTURES, "roberta_bpe_cases.json"))
 
 
 if __name__ == "__main__":

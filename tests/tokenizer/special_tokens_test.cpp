@@ -38,5 +38,49 @@ TEST(SpecialTokenMatcher, StripTakesInWhitespace) {
   EXPECT_EQ(show(m.split("a <mask>", false)), "(a <mask>)");
 }
 
+// single_word: only where no word character (regex \w: letters, marks, digits,
+// connector punctuation, joiners) touches the token; a refused match still hides
+// the text it covered from other tokens, as in tokenizers.
+TEST(SpecialTokenMatcher, SingleWord) {
+  SpecialTokenMatcher m;
+  AddedTokenFlags single;
+  single.single_word = true;
+  m.add("ab", 1, true, single);
+  m.add("abc", 2, true, single);
+  m.add("bc", 3, true);
+  EXPECT_EQ(show(m.split("ab", true)), "[1]");
+  EXPECT_EQ(show(m.split("(ab) ab.ab-", true)), "(()[1]() )[1](.)[1](-)");
+  EXPECT_EQ(show(m.split("xab ab1 _ab", true)), "(xab ab1 _ab)");
+  EXPECT_EQ(show(m.split("\u00e9ab ab\u0301 ab\u200d", true)), "(\u00e9ab ab\u0301 ab\u200d)");
+  EXPECT_EQ(show(m.split("xabc bc", true)), "(xabc )[3]");  // "abc" refused, and "bc" inside it not tried
+  EXPECT_EQ(show(m.split("\xFF" "ab", true)), "(\xFF)[1]");  // a stray byte is no word character
+}
+
+// Tokens not `normalized` are matched first; the others in the text left between them,
+// where the pieces' ends count as the text's ends for single_word.
+TEST(SpecialTokenMatcher, NormalizedTokensInASecondPass) {
+  SpecialTokenMatcher m;
+  AddedTokenFlags second;
+  second.normalized = second.single_word = true;
+  m.add("END", 1, true);
+  m.add("ok", 2, true, second);
+  m.add("okEND!", 3, true, second);  // longer, but the first pass took END
+  EXPECT_EQ(show(m.split("ENDok", true)), "[1][2]");
+  EXPECT_EQ(show(m.split("okEND!", true)), "[2][1](!)");
+  EXPECT_EQ(show(m.split("xok", true)), "(xok)");
+}
+
+// The search goes on after a token, not after the whitespace it takes in: the next
+// token may begin there (both kept), or be left empty by lstrip (then dropped).
+TEST(SpecialTokenMatcher, OverlapsWithTakenWhitespace) {
+  SpecialTokenMatcher m;
+  m.add("<r>", 1, true, {false, true});
+  m.add(" x", 2, true);
+  m.add(" ", 3, true, {true, true});
+  EXPECT_EQ(show(m.split("<r> x", true)), "[1][2]");
+  EXPECT_EQ(show(m.split("<r>  y", true)), "[1](y)");  // both spaces' tokens left empty
+  EXPECT_EQ(show(m.split("a  b", true)), "(a)[3](b)");
+}
+
 }  // namespace
 }  // namespace fsvd

@@ -1,13 +1,17 @@
 #pragma once
-// Shared by the tokenizer tests: reading fixtures, random text.
+// Shared by the tokenizer tests: reading fixtures, random text, checking framed pairs.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "testing/data_paths.h"
 #include "testing/files.h"
+#include "tokenizer/encoder_tokenizer.h"
 
 namespace fsvd::testing {
 
@@ -35,6 +39,20 @@ inline std::string random_text(std::mt19937& rng, size_t pieces, bool invalid = 
     }
   }
   return s;
+}
+
+// `tok` frames the fixture's {a, b (or null), max_tokens, ids, type_ids} as Hugging Face did.
+inline void expect_framed(const EncoderTokenizer& tok, const nlohmann::json& pairs, const std::string& label) {
+  ASSERT_FALSE(pairs.empty()) << label;
+  for (const nlohmann::json& p : pairs) {
+    std::optional<std::string> b;
+    if (!p["b"].is_null()) b = p["b"].get<std::string>();
+    const EncoderInput in = tok.encode(p["a"].get<std::string>(), b, p.value("max_tokens", 0));
+    EXPECT_EQ(in.ids, p["ids"].get<std::vector<int32_t>>()) << label << ": " << p["a"];
+    if (p.contains("type_ids")) {
+      EXPECT_EQ(in.type_ids, p["type_ids"].get<std::vector<int32_t>>()) << label << ": " << p["a"];
+    }
+  }
 }
 
 // The merges of a tokenizer.json's BPE model as transformers' merges.txt.

@@ -59,6 +59,23 @@ TEST(WordPieceTokenizer, BadVocabularies) {
       "normalizer 'NFC'"));
 }
 
+// A tokenizer.json's post-processor frames the texts (TemplateProcessing, BertProcessing),
+// read by the same code as RoBERTa's; ids from tokenizers (tests/tokenizer/make_roberta_cases.py).
+TEST(WordPieceTokenizer, TemplatesMatchHuggingFace) {
+  const json wordpiece = testing::read_json(testing::fixture("tokenizer/roberta_bpe_cases.json"))["wordpiece"];
+  ASSERT_GE(wordpiece["templates"].size(), 3u);
+  for (const json& t : wordpiece["templates"]) {
+    json j = wordpiece["tokenizer"];
+    j["post_processor"] = t["post_processor"];
+    testing::expect_framed(wordpiece_from_json(j.dump(), "wp.json"), t["pairs"], t["name"]);
+  }
+  json j = wordpiece["tokenizer"];
+  j["post_processor"] = {{"type", "BertProcessing"}, {"cls", {"[CLS]", 2}}, {"sep", {"[SEP]", 99}}};
+  EXPECT_TRUE(fails_with([&] { wordpiece_from_json(j.dump(), "wp.json"); }, "special token id 99 is outside"));
+  j["post_processor"] = nullptr;  // none: BERT's framing by the token names
+  EXPECT_EQ(wordpiece_from_json(j.dump(), "wp.json").encode("a", "b", 0).ids, (Ids{2, 14, 3, 15, 3}));
+}
+
 // The fixture's ids come from transformers' BertTokenizerFast (tests/tokenizer/make_wordpiece_fixture.py).
 class BertWordPiece : public ::testing::Test {
  protected:
