@@ -69,6 +69,7 @@ std::vector<SpecialTokenMatcher::Piece> SpecialTokenMatcher::split(std::string_v
                                                                    bool parse_special) const {
   std::vector<Piece> first, pieces;
   split_pass(text, false, parse_special, first);
+  if (by_first_byte_[1].empty()) return first;  // no second pass to make (most tokenizers)
   for (const Piece& p : first) {
     if (p.id >= 0)
       pieces.push_back(p);
