@@ -20,8 +20,9 @@
 // each leaves its partial sums in shared memory, and after a cluster barrier
 // each sums a share of the outputs over all slices in slice order through
 // distributed shared memory.
-// The order of every sum depends only on W's shape and the tiling (up to 16
-// rows, or more), so a row's result does not depend on the other rows.
+// The order of every sum depends only on W's shape and the tiling (one for
+// up to 16 rows, one for 17-32), so a row's result does not depend on the
+// other rows of its tiling class.
 //
 // Which products. Up to 8 rows, all. From 9 to 32 only those with K >= N
 // (the first factors): cuBLASLt splits them over K with a separate reduce
@@ -53,10 +54,11 @@ constexpr int kMaxSplits = 8;  // the portable cluster size
 constexpr int kCtasPerSm = 2;  // what the ring's shared memory allows
 
 // The tiling for kTiles n8 tiles of X rows. Up to 16 rows a warp owns one
-// m16 tile of W and a stage is 128 columns; from 32 rows each warp owns two
+// m16 tile of W and a stage is 128 columns; from 17 rows each warp owns two
 // m16 tiles (so each X fragment serves twice the weights and a CTA reads X
-// from L2 for twice the rows of W) and a stage is 64 columns. Either way the
-// ring is 4 stages of at most 24 KB, so two CTAs fit an SM.
+// from L2 for twice the rows of W) and a stage is 64 columns. From 9 rows
+// the ring is 4 stages of 20 KB, so two CTAs fit an SM (three up to 8 rows,
+// where a stage is 18 KB; the split planner counts two).
 struct Tiling {
   int m_tiles;     // m16 tiles of W a warp
   int stage_cols;  // columns of K a stage
