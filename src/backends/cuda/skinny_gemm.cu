@@ -25,10 +25,11 @@
 // other rows of its tiling class.
 //
 // Which products. Up to 8 rows, all. From 9 to 32 only those with K >= N
-// (the first factors): cuBLASLt splits them over K with a separate reduce
-// kernel, while the products with K < N (second factors, dense matrices)
-// ran faster on cuBLASLt than on this stream at 16-32 rows
-// (bench/results/2026-12-03-session21-skinny/README.md).
+// and fewer than kSkinnyMaxWeights weights (the first factors: at LLaMA-7B
+// keep 0.5, 4.2-16.4 M): cuBLASLt splits them over K with a separate reduce
+// kernel. Products with K < N, and LLaMA-7B's dense o (2^24) and down (45 M),
+// ran faster on cuBLASLt than on this stream at 16 and 32 rows
+// (bench/results/2026-12-03-session21-skinny, 2026-12-03-session22-fused).
 #include "backends/cuda/skinny_gemm.h"
 
 #include <cooperative_groups.h>
@@ -297,9 +298,10 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
   return g.w.type == ElementType::BF16 && n >= 1 &&
-         (n <= kSkinnyAnyRows || (n <= kSkinnyMaxRows && g.w.cols >= g.w.rows)) && aligned16(g.w.data) &&
-         aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 && g.w.rows <= INT_MAX / 2 &&
-         g.w.cols <= INT_MAX / 2;
+         (n <= kSkinnyAnyRows ||
+          (n <= kSkinnyMaxRows && g.w.cols >= g.w.rows && g.w.rows * g.w.cols < kSkinnyMaxWeights)) &&
+         aligned16(g.w.data) && aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 &&
+         g.w.rows <= INT_MAX / 2 && g.w.cols <= INT_MAX / 2;
 }
 
 void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {

@@ -27,7 +27,7 @@ SkinnyGemm supported() {
   return g;
 }
 
-TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRowsAndFirstFactorsUpTo32) {
+TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRowsAndSmallFirstFactorsUpTo32) {
   const SkinnyGemm g = supported();  // K = 64 >= N = 40: a first factor's shape
   EXPECT_TRUE(skinny_gemm_supports(g, 1));
   EXPECT_TRUE(skinny_gemm_supports(g, kSkinnyAnyRows + 1));
@@ -39,6 +39,12 @@ TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRowsAndFirstFactorsUpTo32) {
   wide.ldy = 72;
   EXPECT_TRUE(skinny_gemm_supports(wide, kSkinnyAnyRows));
   EXPECT_FALSE(skinny_gemm_supports(wide, kSkinnyAnyRows + 1));
+  SkinnyGemm big = g;  // a first factor's shape, as large as a dense 4096 x 4096
+  big.w.rows = 4096;
+  big.w.cols = big.w.ld = big.ldx = kSkinnyMaxWeights / 4096;
+  big.ldy = 4096;
+  EXPECT_TRUE(skinny_gemm_supports(big, kSkinnyAnyRows));
+  EXPECT_FALSE(skinny_gemm_supports(big, kSkinnyAnyRows + 1));
   SkinnyGemm f32 = g;
   f32.w.type = ElementType::F32;
   EXPECT_FALSE(skinny_gemm_supports(f32, 4));
