@@ -301,8 +301,9 @@ void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
 void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
   const ModelConfig& c = config_;
   // Several rows with bf16 weights: the prompt path's GEMMs (skinny_gemm up
-  // to 8 rows, cuBLASLt above: both faster than the GEMVs from two rows on,
-  // bench/kernels/gemv_notes.md and docs/benchmarks.md).
+  // to 8 rows and for first factors up to 32, cuBLASLt otherwise: both
+  // faster than the GEMVs from two rows on, bench/kernels/gemv_notes.md and
+  // docs/benchmarks.md).
   const bool gemm = rows > 1 && gemm_rows();
   if (piece == 0) {
     if (gemm)

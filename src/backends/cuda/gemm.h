@@ -2,8 +2,9 @@
 // The linear layers of prompt chunks and of decode steps of 2+ rows: Y[n, out]
 // = X[n, in] · W^T (tensor cores, fp32 accumulation). W is a decode-layout
 // weight (device_matrix.h) used as it is; X has W's element type. Up to
-// kSkinnyMaxRows rows of bf16 without a bias run on skinny_gemm (a weight
-// stream of our own, skinny_gemm.h); everything else through cuBLASLt.
+// kSkinnyAnyRows rows of bf16 without a bias (kSkinnyMaxRows for a first
+// factor's shape: skinny_gemm_supports) run on skinny_gemm (a weight stream
+// of our own, skinny_gemm.h); everything else through cuBLASLt.
 //
 // Each distinct problem (shapes, strides, types, accumulation) gets its
 // cuBLASLt descriptors once; from kTuneMinRows rows on, the first call also

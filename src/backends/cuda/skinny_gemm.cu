@@ -1,10 +1,10 @@
-// Skinny GEMM (see skinny_gemm.h): Y = X · Wᵀ for n <= 8 rows of X.
+// Skinny GEMM (see skinny_gemm.h): Y = X · Wᵀ for n <= 32 rows of X.
 //
-// Work layout. A CTA of 4 warps owns 64 rows of W (16 a warp: one m16 tile
-// of mma.m16n8k16, W as the A operand) and a slice of K; the n rows of X are
-// the B operand, one n8 tile (zero rows past n, never stored). The CTA
-// streams its W tile and the matching columns of X through a ring of kStages
-// shared-memory stages of 128 columns (cp.async, XOR-swizzled 16-byte chunks
+// Work layout. A CTA of 4 warps owns a tile of W's rows (Tiling: one or two
+// m16 tiles of mma.m16n8k16 a warp, W as the A operand) and a slice of K; the
+// n rows of X are the B operand, padded to kTiles n8 tiles (zero rows, never
+// stored). The CTA streams its W tile and the matching columns of X through a
+// ring of kStages shared-memory stages (cp.async, XOR-swizzled 16-byte chunks
 // so ldmatrix reads 8 rows from distinct banks), kStages - 1 stages in flight
 // while one is multiplied: a product of a few MB reaches the weight bandwidth
 // only with tens of KB in flight per SM from its first microsecond.
@@ -16,16 +16,20 @@
 // this one's retire and start their own weight stream.
 //
 // Split-K. When the row tiles alone would not fill two CTAs per SM, K is cut
-// into slices (as many as still fit one wave: a second wave would double a
-// short product's time) whose CTAs form a cluster: each leaves its partial
-// sums in shared memory, and after a cluster barrier each sums a share of the
-// outputs over all slices in slice order through distributed shared memory.
-// The order of every sum depends only on W's shape, so a row's result does
-// not depend on n or on the other rows.
+// into slices (as many as still fit one wave) whose CTAs form a cluster:
+// each leaves its partial sums in shared memory, and after a cluster barrier
+// each sums a share of the outputs over all slices in slice order through
+// distributed shared memory.
+// The order of every sum depends only on W's shape and the tiling (one for
+// up to 16 rows, one for 17-32), so a row's result does not depend on the
+// other rows of its tiling class.
 //
-// Up to 8 rows only: the same stream with 2-8 n8 tiles (and two m16 tiles a
-// warp from 32 rows) lost to cuBLASLt from 16 rows on
-// (bench/results/2026-12-02-session18/README.md).
+// Which products. Up to 8 rows, all. From 9 to 32 only those with K >= N
+// and fewer than kSkinnyMaxWeights weights (the first factors: at LLaMA-7B
+// keep 0.5, 4.2-16.4 M): cuBLASLt splits them over K with a separate reduce
+// kernel. Products with K < N, and LLaMA-7B's dense o (2^24) and down (45 M),
+// ran faster on cuBLASLt than on this stream at 16 and 32 rows
+// (bench/results/2026-12-03-session21-skinny, 2026-12-03-session22-fused).
 #include "backends/cuda/skinny_gemm.h"
 
 #include <cooperative_groups.h>
@@ -47,15 +51,26 @@ namespace cg = cooperative_groups;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = kWarps * 16;   // rows of W a CTA
-constexpr int kXRows = 8;                // one n8 tile
-constexpr int kStageCols = 128;          // columns of K a stage
-constexpr int kChunks = kStageCols / 8;  // 16-byte chunks of a stage's row
-constexpr int kRowBytes = kStageCols * 2;
-constexpr int kStageBytes = (kTileRows + kXRows) * kRowBytes;
-constexpr int kStages = 4;               // 72 KB of ring: two CTAs an SM
-constexpr int kCtasPerSm = 2;
 constexpr int kMaxSplits = 8;  // the portable cluster size
+constexpr int kCtasPerSm = 2;  // what the ring's shared memory allows
+
+// The tiling for kTiles n8 tiles of X rows. Up to 16 rows a warp owns one
+// m16 tile of W and a stage is 128 columns; from 17 rows each warp owns two
+// m16 tiles (so each X fragment serves twice the weights and a CTA reads X
+// from L2 for twice the rows of W) and a stage is 64 columns. From 9 rows
+// the ring is 4 stages of 20 KB, so two CTAs fit an SM (three up to 8 rows,
+// where a stage is 18 KB; the split planner counts two).
+struct Tiling {
+  int m_tiles;     // m16 tiles of W a warp
+  int stage_cols;  // columns of K a stage
+  __host__ __device__ constexpr int tile_rows() const { return kWarps * 16 * m_tiles; }
+  __host__ __device__ constexpr int chunks() const { return stage_cols / 8; }  // 16-byte chunks of a stage's row
+};
+__host__ __device__ constexpr Tiling tiling(int tiles) { return tiles >= 4 ? Tiling{2, 64} : Tiling{1, 128}; }
+constexpr int kStages = 4;
+__host__ __device__ constexpr int stage_bytes(int tiles) {
+  return (tiling(tiles).tile_rows() + 8 * tiles) * tiling(tiles).stage_cols * 2;
+}
 
 struct Params {
   const __nv_bfloat16* w;
@@ -67,15 +82,17 @@ struct Params {
   int splits, slice_cols;  // CTAs per row tile (the cluster) and the columns of each
 };
 
-// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled stage.
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled stage of
+// kChunks chunks a row.
+template <int kChunks>
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
 }
 
 // Rows [0, kRows) of a stage from the rows of a matrix with `valid` rows,
-// columns [k0, k0 + kStageCols) of `k`: chunks past either end become zeros
+// columns [k0, k0 + 8 kChunks) of `k`: chunks past either end become zeros
 // (src-size 0 reads nothing; the address stays one that exists).
-template <int kRows>
+template <int kRows, int kChunks>
 __device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m, int64_t ld, int valid, int k0,
                                            int k) {
   constexpr int kRowsPerPass = kThreads / kChunks;
@@ -87,7 +104,7 @@ __device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const int r = row + it * kRowsPerPass;
     const bool ok = r < valid && col_bytes > 0;
-    cp_async16(tile + swizzled(r, chunk), ok ? m + r * ld + col : m, ok ? col_bytes : 0);
+    cp_async16(tile + swizzled<kChunks>(r, chunk), ok ? m + r * ld + col : m, ok ? col_bytes : 0);
   }
 }
 
@@ -96,9 +113,14 @@ __device__ __forceinline__ void cp_async_wait_pending() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
 }
 
-// kBf16Out: Y is bf16, else fp32.
-template <bool kBf16Out, bool kAccumulate>
+// kTiles: n8 tiles of X rows (n <= 8 kTiles). kBf16Out: Y is bf16, else fp32.
+template <int kTiles, bool kBf16Out, bool kAccumulate>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const __grid_constant__ Params p) {
+  constexpr Tiling kT = tiling(kTiles);
+  constexpr int kMTiles = kT.m_tiles, kTileRows = kT.tile_rows(), kStageCols = kT.stage_cols;
+  constexpr int kChunks = kT.chunks(), kRowBytes = kStageCols * 2;
+  constexpr int kStageBytes = stage_bytes(kTiles);
+  constexpr int kXRows = 8 * kTiles;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t ring = shared_address(smem);
 
@@ -113,11 +135,12 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   const int w_rows = p.n_out - row0;
 
   auto load_w = [&](int s) {
-    load_stage<kTileRows>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows, k_begin + s * kStageCols, k_end);
+    load_stage<kTileRows, kChunks>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows, k_begin + s * kStageCols,
+                                   k_end);
   };
   auto load_x = [&](int s) {
-    load_stage<kXRows>(ring + (s % kStages) * kStageBytes + kTileRows * kRowBytes, x, p.ldx, p.rows,
-                       k_begin + s * kStageCols, k_end);
+    load_stage<kXRows, kChunks>(ring + (s % kStages) * kStageBytes + kTileRows * kRowBytes, x, p.ldx, p.rows,
+                                k_begin + s * kStageCols, k_end);
   };
   // Every stage a group (empty past the slice's end), so waiting for "all
   // but the newest kStages - 2" always means the stage about to be used.
@@ -134,11 +157,12 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   cp_async_commit();
 
   // ldmatrix row addresses (before the swizzle). A = W: lanes 16-31 address
-  // columns 8-15. B = X: lanes 8-15 address columns 8-15.
-  const int a_row = warp * 16 + (lane & 15), a_half = lane >> 4;
-  const int b_row = lane & 7, b_half = (lane >> 3) & 1;
+  // columns 8-15. B = X rows: matrices 1 and 3 (lanes 8-15, 24-31) are
+  // columns 8-15, matrices 2 and 3 the next n8 tile.
+  const int a_row = warp * 16 * kMTiles + (lane & 15), a_half = lane >> 4;
+  const int b_row = (lane >> 4) * 8 + (lane & 7), b_half = (lane >> 3) & 1;
 
-  float acc[4] = {};
+  float acc[kMTiles][kTiles][4] = {};
   for (int s = 0; s < stages; ++s) {
     if (s == 0)
       cp_async_wait_pending<0>();
@@ -154,10 +178,27 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
     const uint32_t w_tile = ring + (s % kStages) * kStageBytes, x_tile = w_tile + kTileRows * kRowBytes;
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) {
-      uint32_t a[4], b[2];
-      ldmatrix_x4(a, w_tile + swizzled(a_row, 2 * kk + a_half));
-      ldmatrix_x2(b, x_tile + swizzled(b_row, 2 * kk + b_half));
-      mma_bf16(acc, a, b[0], b[1]);
+      uint32_t a[kMTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+        ldmatrix_x4(a[mt], w_tile + swizzled<kChunks>(a_row + 16 * mt, 2 * kk + a_half));
+      if constexpr (kTiles == 1) {
+        uint32_t b[2];
+        ldmatrix_x2(b, x_tile + swizzled<kChunks>(lane & 7, 2 * kk + b_half));
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) mma_bf16(acc[mt][0], a[mt], b[0], b[1]);
+      } else {
+#pragma unroll
+        for (int np = 0; np < kTiles / 2; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(b, x_tile + swizzled<kChunks>(np * 16 + b_row, 2 * kk + b_half));
+#pragma unroll
+          for (int mt = 0; mt < kMTiles; ++mt) {
+            mma_bf16(acc[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
     }
   }
 
@@ -173,12 +214,16 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
       *y = kAccumulate ? *y + v : v;
     }
   };
-  // Fragment element e: W row m_of(e), X row r_of(e).
-  auto m_of = [&](int e) { return warp * 16 + (lane >> 2) + 8 * (e >> 1); };
-  auto r_of = [&](int e) { return 2 * (lane & 3) + (e & 1); };
+  // Fragment element e of m-tile mt, n-tile t: W row m_of(mt, e), X row r_of(t, e).
+  auto m_of = [&](int mt, int e) { return (warp * kMTiles + mt) * 16 + (lane >> 2) + 8 * (e >> 1); };
+  auto r_of = [&](int t, int e) { return t * 8 + 2 * (lane & 3) + (e & 1); };
   if (p.splits == 1) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) store(r_of(e), m_of(e), acc[e]);
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) store(r_of(t, e), m_of(mt, e), acc[mt][t][e]);
     return;
   }
 
@@ -191,7 +236,11 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   __syncthreads();
   float* partial = reinterpret_cast<float*>(smem);
 #pragma unroll
-  for (int e = 0; e < 4; ++e) partial[r_of(e) * kLd + m_of(e)] = acc[e];
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) partial[r_of(t, e) * kLd + m_of(mt, e)] = acc[mt][t][e];
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
   for (int q = slice * kThreads + threadIdx.x; q < kQuads; q += p.splits * kThreads) {
@@ -212,10 +261,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   cluster.sync();  // the other CTAs' partial sums stay until all have read them
 }
 
-template <bool kBf16Out, bool kAccumulate>
+template <int kTiles, bool kBf16Out, bool kAccumulate>
 void launch(const Params& p, int tiles, int batch, cudaStream_t stream) {
-  constexpr int kSmem = kStages * kStageBytes;
-  const auto kernel = skinny_gemm_kernel<kBf16Out, kAccumulate>;
+  constexpr int kSmem = kStages * stage_bytes(kTiles);
+  const auto kernel = skinny_gemm_kernel<kTiles, kBf16Out, kAccumulate>;
   FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(tiles * p.splits), static_cast<unsigned>(batch), 1);
@@ -233,14 +282,26 @@ void launch(const Params& p, int tiles, int batch, cudaStream_t stream) {
   FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
 }
 
+template <int kTiles>
+void launch_for_output(const Params& p, ElementType y_type, bool accumulate, int tiles, int batch,
+                       cudaStream_t stream) {
+  if (y_type == ElementType::BF16)
+    accumulate ? launch<kTiles, true, true>(p, tiles, batch, stream) : launch<kTiles, true, false>(p, tiles, batch, stream);
+  else
+    accumulate ? launch<kTiles, false, true>(p, tiles, batch, stream)
+               : launch<kTiles, false, false>(p, tiles, batch, stream);
+}
+
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
 bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
-  return g.w.type == ElementType::BF16 && n >= 1 && n <= kSkinnyMaxRows && aligned16(g.w.data) &&
-         aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 && g.w.rows <= INT_MAX / 2 &&
-         g.w.cols <= INT_MAX / 2;
+  return g.w.type == ElementType::BF16 && n >= 1 &&
+         (n <= kSkinnyAnyRows ||
+          (n <= kSkinnyMaxRows && g.w.cols >= g.w.rows && g.w.rows * g.w.cols < kSkinnyMaxWeights)) &&
+         aligned16(g.w.data) && aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 &&
+         g.w.rows <= INT_MAX / 2 && g.w.cols <= INT_MAX / 2;
 }
 
 void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
@@ -267,22 +328,25 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   p.n_out = static_cast<int>(g.w.rows);
   p.k = static_cast<int>(g.w.cols);
   p.rows = static_cast<int>(n);
-  // The most slices (whole stages each) whose CTAs all fit at once.
-  const int tiles = static_cast<int>(ceil_div(g.w.rows, kTileRows));
-  const int stage_count = static_cast<int>(ceil_div(g.w.cols, kStageCols));
+  const int n_tiles = n <= 8 ? 1 : n <= 16 ? 2 : 4;
+  // The most slices (whole stages each) whose CTAs all fit at once, at
+  // kCtasPerSm an SM: a second wave would double a short product's time.
+  const Tiling t = tiling(n_tiles);
+  const int tiles = static_cast<int>(ceil_div(g.w.rows, t.tile_rows()));
+  const int stage_count = static_cast<int>(ceil_div(g.w.cols, t.stage_cols));
   int splits = 1;
   while (splits < std::min(kMaxSplits, stage_count) &&
          int64_t{tiles} * (splits + 1) * g.batch <= int64_t{kCtasPerSm} * sms)
     ++splits;
   const int slice_stages = static_cast<int>(ceil_div(stage_count, splits));
   p.splits = static_cast<int>(ceil_div(stage_count, slice_stages));
-  p.slice_cols = slice_stages * kStageCols;
+  p.slice_cols = slice_stages * t.stage_cols;
   check(int64_t{tiles} * p.splits <= INT_MAX && g.batch <= 65535, where, "too many rows for one launch");
-  const bool bf16 = g.y_type == ElementType::BF16;
-  if (bf16)
-    g.accumulate ? launch<true, true>(p, tiles, g.batch, stream) : launch<true, false>(p, tiles, g.batch, stream);
-  else
-    g.accumulate ? launch<false, true>(p, tiles, g.batch, stream) : launch<false, false>(p, tiles, g.batch, stream);
+  switch (n_tiles) {
+    case 1: return launch_for_output<1>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+    case 2: return launch_for_output<2>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+    default: return launch_for_output<4>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+  }
 }
 
 }  // namespace fsvd::cuda

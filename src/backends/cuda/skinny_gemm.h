@@ -1,12 +1,13 @@
 #pragma once
 // Y[n, N] = X[n, K] · Wᵀ for the few rows of a decode step (1 <= n <=
-// kSkinnyMaxRows): bf16 W and X, fp32 accumulation on tensor cores, fp32 or
-// bf16 output, stored or added to Y. Weight-bandwidth-bound by design: each
-// CTA streams its tile of W through a ring of shared-memory stages whose
-// first loads are issued before the previous kernel has finished
-// (programmatic dependent launch), and K is split over a thread-block cluster
-// reduced through distributed shared memory (no workspace; a row's result
-// does not depend on the other rows). Gemm::run takes it for the shapes it
+// kSkinnyAnyRows, or up to kSkinnyMaxRows for a first factor's shape): bf16
+// W and X, fp32 accumulation on tensor cores, fp32 or bf16 output, stored or
+// added to Y. Weight-bandwidth-bound by design: each CTA streams its tile of
+// W through a ring of shared-memory stages whose first loads are issued
+// before the previous kernel has finished (programmatic dependent launch),
+// and K is split over a thread-block cluster reduced through distributed
+// shared memory (no workspace; a row's result does not depend on the other
+// rows). Gemm::run takes it for the shapes it
 // supports (gemm.h); the layout is in skinny_gemm.cu.
 #include <cuda_runtime_api.h>
 
@@ -16,7 +17,9 @@
 
 namespace fsvd::cuda {
 
-constexpr int64_t kSkinnyMaxRows = 8;
+constexpr int64_t kSkinnyAnyRows = 8;   // any product
+constexpr int64_t kSkinnyMaxRows = 32;  // products with K >= N and under kSkinnyMaxWeights weights
+constexpr int64_t kSkinnyMaxWeights = int64_t{1} << 24;
 
 // `batch` products in one launch: product i on W's rows [i N, (i + 1) N)
 // (w.rows = N), x + i x_step and y + i y_step (steps in elements).
@@ -33,8 +36,9 @@ struct SkinnyGemm {
 };
 
 // Whether skinny_gemm takes the product over n rows: bf16 W, 1 <= n <=
-// kSkinnyMaxRows, W and X 16-byte aligned with row strides (and x_step) of a
-// multiple of 8 elements.
+// kSkinnyAnyRows (or kSkinnyMaxRows when W has at least as many columns as
+// rows and fewer than kSkinnyMaxWeights elements), W and X 16-byte aligned
+// with row strides (and x_step) of a multiple of 8 elements.
 bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n);
 
 // Enqueues the product on `stream` (capturable into CUDA graphs); throws

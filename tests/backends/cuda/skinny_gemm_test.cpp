@@ -27,12 +27,24 @@ SkinnyGemm supported() {
   return g;
 }
 
-TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRows) {
-  const SkinnyGemm g = supported();
+TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRowsAndSmallFirstFactorsUpTo32) {
+  const SkinnyGemm g = supported();  // K = 64 >= N = 40: a first factor's shape
   EXPECT_TRUE(skinny_gemm_supports(g, 1));
+  EXPECT_TRUE(skinny_gemm_supports(g, kSkinnyAnyRows + 1));
   EXPECT_TRUE(skinny_gemm_supports(g, kSkinnyMaxRows));
   EXPECT_FALSE(skinny_gemm_supports(g, 0));
   EXPECT_FALSE(skinny_gemm_supports(g, kSkinnyMaxRows + 1));
+  SkinnyGemm wide = g;  // K < N: a second factor's shape
+  wide.w.rows = 72;
+  wide.ldy = 72;
+  EXPECT_TRUE(skinny_gemm_supports(wide, kSkinnyAnyRows));
+  EXPECT_FALSE(skinny_gemm_supports(wide, kSkinnyAnyRows + 1));
+  SkinnyGemm big = g;  // a first factor's shape, as large as a dense 4096 x 4096
+  big.w.rows = 4096;
+  big.w.cols = big.w.ld = big.ldx = kSkinnyMaxWeights / 4096;
+  big.ldy = 4096;
+  EXPECT_TRUE(skinny_gemm_supports(big, kSkinnyAnyRows));
+  EXPECT_FALSE(skinny_gemm_supports(big, kSkinnyAnyRows + 1));
   SkinnyGemm f32 = g;
   f32.w.type = ElementType::F32;
   EXPECT_FALSE(skinny_gemm_supports(f32, 4));
@@ -49,7 +61,7 @@ TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRows) {
 
 TEST(CudaSkinnyGemm, RefusesWhatItDoesNotTake) {
   SkinnyGemm g = supported();
-  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, 9, nullptr); }, "unsupported product"));
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, kSkinnyMaxRows + 1, nullptr); }, "unsupported product"));
   g.ldy = 39;  // shorter than a row of Y
   EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, 4, nullptr); }, "bad operands"));
   g = supported();

@@ -228,13 +228,16 @@ void add_gemm_cases(Table& t) {
   }
   // Decode steps: odd shapes, K split over a cluster or not, bf16 rows added
   // to; a batch's sequences at LLaMA-7B keep 0.5 and dense shapes (up to
-  // cuda::kSkinnyMaxRows rows on skinny_gemm, more on cuBLASLt).
-  for (const Shape& s : {Shape{1000, 300, 3}, Shape{200, 2000, 7}, Shape{130, 520, 8}, Shape{9, 4099, 33}}) {
+  // cuda::kSkinnyAnyRows rows on skinny_gemm, first factors, K >= N, up to
+  // cuda::kSkinnyMaxRows in its 16- and 32-row tilings, the dense down on
+  // cuBLASLt from 9 rows (cuda::kSkinnyMaxWeights); cuBLASLt otherwise).
+  for (const Shape& s : {Shape{1000, 300, 3}, Shape{200, 2000, 7}, Shape{130, 520, 8}, Shape{9, 4099, 33},
+                         Shape{200, 2000, 13}, Shape{130, 520, 32}, Shape{300, 1000, 27}, Shape{1000, 300, 20}}) {
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kF32}, true, ""));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, true, ""));
     t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, s.out, s.in, s.n, kF32}, 3, ""));
   }
-  for (const int64_t rows : {cuda::kSkinnyMaxRows, int64_t{64}}) {
+  for (const int64_t rows : {cuda::kSkinnyAnyRows, int64_t{16}, cuda::kSkinnyMaxRows, int64_t{64}}) {
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 3072, 4096, rows, kBf16}, false, "llama-7b keep0.5 q|k|v first"));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, rows, kF32}, true, "llama-7b keep0.5 o second"));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 1492, 11008, rows, kBf16}, false, "llama-7b keep0.5 down first"));
