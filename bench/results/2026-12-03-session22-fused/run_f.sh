@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 22 device call F (D with a targeted GPU suite: device time short): branch fuse, second version (formed inputs from raw rows copied by cp.async): GPU
+# suite; step times beside main (base) and r32 with its final rule (r32f), keep 0.5 and dense, two rounds.
+set -u
+rm -rf /tmp/gb && mkdir -p /tmp/gb && tar -xJf .dev/d.tar.xz -C /tmp/gb
+B=/tmp/gb/gpu-bundle
+cp $B/flashsvd /tmp/gb/var/flashsvd_fused2
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+start=$(date +%s)
+run() {  # round variant ratio batches
+  timeout 90 /tmp/gb/var/flashsvd_$2 bench --synthetic llama-7b --ratio $3 --batch $4 --prompt 512 --gen 32 --device cuda --json > /tmp/o.json 2>> $OUT/err.log
+  python3 -c "
+import json; d=json.load(open('/tmp/o.json'))
+for x in d: print('$1','$2','$3',x['batch'],round(x['step_ms'],4),round(x.get('tokens_per_s',0),1),' '.join(map(str,x['tokens'][:8])))" >> $OUT/bench.txt
+  cp /tmp/o.json $OUT/json_$1_$2_$3.json
+}
+for round in 1 2; do
+  for r in 0.5 1.0; do
+    for v in base r32f fused2; do run $round $v $r 1,2,4,8,16,32,64; done
+  done
+  echo "round $round $(( $(date +%s) - start )) s" >> $OUT/log.txt
+done
+M="gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size"
+for b in; do
+  timeout 40 ncu --nvtx --nvtx-include "decode step/" --clock-control none --metrics $M --csv /tmp/gb/var/flashsvd_fused2 bench --synthetic llama-7b --ratio 0.5 --batch $b --prompt 512 --gen 3 > $OUT/ncu_b${b}_fused2.csv 2> $OUT/ncu.err
+  echo "ncu $b rc $? $(( $(date +%s) - start )) s" >> $OUT/log.txt
+  xz -f $OUT/ncu_b${b}_fused2.csv
+done
+
+for i in 0 1 2 3 4 5; do
+  GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout 200 $B/run-tests.sh --gtest_filter='*skinny*:*Skinny*:*CudaExecutor*:*Prefill*:*Gemm*:*Batch*' > $OUT/suite_$i.txt 2>&1 &
+done
+wait
+echo "suite $(( $(date +%s) - start )) s" >> $OUT/log.txt
+for i in 0 1 2 3 4 5; do grep -E "^\[  PASSED|^\[  FAILED|tests ran" $OUT/suite_$i.txt >> $OUT/log.txt; done
+for i in 0 1 2 3 4 5; do grep -q "FAILED" $OUT/suite_$i.txt || rm $OUT/suite_$i.txt; done
