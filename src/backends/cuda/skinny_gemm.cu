@@ -286,7 +286,8 @@ template <int kTiles>
 void launch_for_output(const Params& p, ElementType y_type, bool accumulate, int tiles, int batch,
                        cudaStream_t stream) {
   if (y_type == ElementType::BF16)
-    accumulate ? launch<kTiles, true, true>(p, tiles, batch, stream) : launch<kTiles, true, false>(p, tiles, batch, stream);
+    accumulate ? launch<kTiles, true, true>(p, tiles, batch, stream)
+               : launch<kTiles, true, false>(p, tiles, batch, stream);
   else
     accumulate ? launch<kTiles, false, true>(p, tiles, batch, stream)
                : launch<kTiles, false, false>(p, tiles, batch, stream);
@@ -307,7 +308,8 @@ bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
 void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   const char* where = "skinny_gemm";
   check(skinny_gemm_supports(g, n), where, "unsupported product: W [", g.w.rows, ", ", g.w.cols, "] ld ", g.w.ld,
-        ", n ", n, ", ldx ", g.ldx, " (bf16, 1..", kSkinnyMaxRows, " rows, 16-byte aligned rows)");
+        ", n ", n, ", ldx ", g.ldx, " (bf16, 1..", kSkinnyAnyRows, " rows, or up to ", kSkinnyMaxRows,
+        " when K >= N and W has under ", kSkinnyMaxWeights, " weights; 16-byte aligned rows)");
   check(g.w.rows >= 1 && g.w.cols >= 1 && g.w.ld >= g.w.cols && g.ldx >= g.w.cols && g.ldy >= g.w.rows &&
             g.y != nullptr && g.batch >= 1,
         where, "bad operands: W [", g.w.rows, ", ", g.w.cols, "], ldx ", g.ldx, ", ldy ", g.ldy);

@@ -7,8 +7,8 @@
 // before the previous kernel has finished (programmatic dependent launch),
 // and K is split over a thread-block cluster reduced through distributed
 // shared memory (no workspace; a row's result does not depend on the other
-// rows). Gemm::run takes it for the shapes it
-// supports (gemm.h); the layout is in skinny_gemm.cu.
+// rows). Gemm::run takes it for the shapes it supports (gemm.h); the layout
+// is in skinny_gemm.cu.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
