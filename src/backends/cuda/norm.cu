@@ -22,37 +22,49 @@ __device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
 }
 
-// One CTA per row; rows whose width is a multiple of 4 (and aligned: all of
-// prefill's) move in 16-byte loads, faster than the scalar loads the others
-// take (bench/kernels/prefill_attention_notes.md).
+// One CTA per row. Rows whose width is a multiple of 4 (and aligned: all of
+// prefill's), up to kMaxVecs float4s a thread, are read once into registers
+// in 16-byte loads, the gain's before the wait (it is not the previous
+// kernel's output): a decode step waits on this kernel's few dependent
+// loads. Other rows take scalar loads, twice.
+constexpr int kMaxVecs = 8;
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rmsnorm_kernel(const float* x, const float* w, int64_t dim, float eps, T* out) {
   __shared__ double partial[kThreads / 32];
   allow_next_kernel_to_launch();  // a dependent launch (dependent_launch.h)
-  wait_for_previous_kernel();
   const float* xr = x + blockIdx.x * dim;
   T* yr = out + blockIdx.x * dim;
-  const bool vec = dim % 4 == 0 && reinterpret_cast<uintptr_t>(xr) % 16 == 0 &&
+  const bool vec = dim % 4 == 0 && dim <= 4 * kThreads * kMaxVecs && reinterpret_cast<uintptr_t>(xr) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(w) % 16 == 0 && reinterpret_cast<uintptr_t>(yr) % (4 * sizeof(T)) == 0;
+  const int vecs = vec ? static_cast<int>(dim / 4) : 0;
   const auto* x4 = reinterpret_cast<const float4*>(xr);
   const auto* w4 = reinterpret_cast<const float4*>(w);
+  float4 g[kMaxVecs], v[kMaxVecs];
+#pragma unroll
+  for (int j = 0; j < kMaxVecs; ++j)
+    if (const int i = threadIdx.x + j * kThreads; i < vecs) g[j] = w4[i];
+  wait_for_previous_kernel();
   double ss = 0;
   if (vec) {
-    for (int64_t i = threadIdx.x; i < dim / 4; i += kThreads) {
-      const float4 v = x4[i];
-      ss += double{v.x} * v.x + double{v.y} * v.y + double{v.z} * v.z + double{v.w} * v.w;
-    }
+#pragma unroll
+    for (int j = 0; j < kMaxVecs; ++j)
+      if (const int i = threadIdx.x + j * kThreads; i < vecs) v[j] = x4[i];
+#pragma unroll
+    for (int j = 0; j < kMaxVecs; ++j)
+      if (threadIdx.x + j * kThreads < vecs)
+        ss += double{v[j].x} * v[j].x + double{v[j].y} * v[j].y + double{v[j].z} * v[j].z + double{v[j].w} * v[j].w;
   } else {
     for (int64_t i = threadIdx.x; i < dim; i += kThreads) ss += static_cast<double>(xr[i]) * xr[i];
   }
   const double total = block_sum(ss, partial, kThreads / 32);
   const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(dim)) + eps);
   if (vec) {
-    for (int64_t i = threadIdx.x; i < dim / 4; i += kThreads) {
-      const float4 v = x4[i], g = w4[i];
-      store4(yr + 4 * i, make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv)));
-    }
+#pragma unroll
+    for (int j = 0; j < kMaxVecs; ++j)
+      if (const int i = threadIdx.x + j * kThreads; i < vecs)
+        store4(yr + 4 * i, make_float4(g[j].x * (v[j].x * inv), g[j].y * (v[j].y * inv), g[j].z * (v[j].z * inv),
+                                       g[j].w * (v[j].w * inv)));
   } else {
     for (int64_t i = threadIdx.x; i < dim; i += kThreads) yr[i] = T(w[i] * (xr[i] * inv));
   }

@@ -1,5 +1,6 @@
 // Cases of rmsnorm (prefill's norm launches): odd widths, one row and
-// several, fp32 and bf16 outputs. The reference: cpu::rmsnorm.
+// several, fp32 and bf16 outputs; widths a multiple of 4 up to and past
+// what the kernel keeps in registers. The reference: cpu::rmsnorm.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,7 +62,7 @@ class Rmsnorm final : public OpCase {
 
 void add_norm_cases(Table& t) {
   for (ElementType out : {ElementType::F32, ElementType::BF16})
-    for (int64_t dim : {1, 5, 777, 4096, 8193})
+    for (int64_t dim : {1, 5, 777, 1028, 4096, 8192, 8193, 12288})
       for (int64_t n : {1, 3}) t.push_back(std::make_unique<Rmsnorm>(n, dim, out, false));
   t.push_back(std::make_unique<Rmsnorm>(512, 4096, ElementType::BF16, true));  // LLaMA-7B prefill, 512 tokens
 }
