@@ -117,13 +117,17 @@ void Gemm::multiply(const Problem& p, const void* a, const void* b, void* c, con
 }
 
 void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy,
-               ElementType y_type, bool accumulate, const void* bias, Epilogue epilogue) {
+               ElementType y_type, bool accumulate, const void* bias, Epilogue epilogue, const NormFold& fold) {
   check(w.data && x && y && n >= 0 && ldx >= w.cols && ldy >= w.rows, "Gemm::run", "bad operands: W [", w.rows,
         ", ", w.cols, "], ldx ", ldx, ", ldy ", ldy, ", n ", n);
   check(!accumulate || y_type == ElementType::F32 || y_type == w.type, "Gemm::run",
         "accumulation needs an fp32 output or one of the weights' type");
   if (n == 0) return;
-  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, accumulate};
+  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, accumulate, 1, 0, 0, fold};
+  if (fold.sums_in || fold.gained) {
+    check(!bias && epilogue == Epilogue::bias, "Gemm::run", "a folded RMSNorm takes no bias or GELU");
+    return skinny_gemm(skinny, n, stream_);  // which refuses, clearly, what it cannot fold
+  }
   if (!bias && epilogue == Epilogue::bias && skinny_gemm_supports(skinny, n)) return skinny_gemm(skinny, n, stream_);
   multiply({w.rows, n, w.cols, w.ld, ldx, ldy, 0, 0, 0, 1, w.type, y_type, accumulate, bias != nullptr,
             epilogue == Epilogue::gelu_bias},
@@ -135,7 +139,7 @@ void Gemm::run_batched(const DeviceMatrix& w, const void* x, int64_t ldx, int64_
   check(w.data && x && y && n >= 0 && batch >= 1 && ldx >= w.cols && ldy >= w.rows, "Gemm::run_batched",
         "bad operands: W [", w.rows, ", ", w.cols, "] x ", batch, ", ldx ", ldx, ", ldy ", ldy, ", n ", n);
   if (n == 0) return;
-  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, false, batch, x_step, y_step};
+  const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, false, batch, x_step, y_step, {}};
   if (!bias && skinny_gemm_supports(skinny, n)) return skinny_gemm(skinny, n, stream_);
   multiply({w.rows, n, w.cols, w.ld, ldx, ldy, w.rows * w.ld, x_step, y_step, batch, w.type, y_type, false,
             bias != nullptr, false},

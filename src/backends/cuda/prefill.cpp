@@ -38,7 +38,8 @@ DeviceMatrix padded_rows(DeviceMatrix w) {
 }  // namespace
 
 Prefill::Prefill(const DeviceModel& weights, const float* inv_freq, cudaStream_t stream)
-    : weights_(weights), inv_freq_(inv_freq), stream_(stream), gemm_(stream) {
+    : weights_(weights), inv_freq_(inv_freq), stream_(stream), gemm_(stream),
+      norm_sums_(norm_sums_floats(weights.config().hidden)) {
   check(weights.type() == ElementType::BF16, kWhere, "the prefill path needs bf16 weights");
   int64_t packed = 1, rank = 1;
   auto rank_of = [](const DeviceLinear& l) { return l.low_rank() ? l.first.rows : 1; };
@@ -77,14 +78,42 @@ void Prefill::norm_rows(const float* x, const float* gain, int64_t n) {
   rmsnorm(x, gain, n, c.hidden, c.rms_eps, hb_.data(), ElementType::BF16, stream_);
 }
 
+NormFold Prefill::norm_input(const float* x, const float* gain, int64_t n) {
+  const ModelConfig& c = weights_.config();
+  if (hb_gained_) {
+    hb_gained_ = false;
+    return {norm_sums_.data(), c.rms_eps};
+  }
+  norm_rows(x, gain, n);
+  return {};
+}
+
+NormFold Prefill::gained_output(bool fold, const float* next_gain) {
+  hb_gained_ = fold;
+  if (!fold) return {};
+  return {nullptr, 0, hb_.data(), weights_.config().hidden, next_gain, norm_sums_.data()};
+}
+
+bool Prefill::fold_norms(int64_t rows, const DeviceLayer& l) const {
+  // The products around each norm all take skinny_gemm (8-aligned rows), and
+  // nothing is added to the residual after the product that writes hb_.
+  const int64_t hidden = weights_.config().hidden;
+  return rows <= kSkinnyAnyRows && hidden % 8 == 0 && hidden <= kMaxNormWidth && !l.o.bias && !l.down.bias;
+}
+
 void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y,
-                     bool accumulate) {
+                     bool accumulate, const NormFold& in, const NormFold& out_fold) {
   const int64_t out = l.out();
   if (l.low_rank()) {
-    gemm_.run(padded_rows(l.first), x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16);
-    gemm_.run(padded_k(l.second), rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate);
+    gemm_.run(padded_rows(l.first), x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16, false, nullptr,
+              Epilogue::bias, in);
+    gemm_.run(padded_k(l.second), rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate, nullptr,
+              Epilogue::bias, out_fold);
   } else {
-    gemm_.run(l.first, x, ldx, n, y, out, ElementType::F32, accumulate);
+    NormFold both = in;
+    both.gained = out_fold.gained, both.gained_ld = out_fold.gained_ld, both.gain = out_fold.gain;
+    both.sums_out = out_fold.sums_out;
+    gemm_.run(l.first, x, ldx, n, y, out, ElementType::F32, accumulate, nullptr, Epilogue::bias, both);
   }
   if (l.bias) add_bias(y, out, l.bias, n, out, stream_);
 }
@@ -101,14 +130,16 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   // packed_ (the dense parts' outputs) and the low-rank columns are rounded
   // into place. (The direct bf16 output saves an fp32 round trip and a
   // launch: bench/kernels/prefill_attention_notes.md.)
-  auto packed_first = [&](const DevicePacked& p, int64_t rows) {
+  auto packed_first = [&](const DevicePacked& p, int64_t rows, const NormFold& fold) {
     const bool all_low_rank = std::all_of(p.parts.begin(), p.parts.end(),
                                           [](const DevicePacked::Part& part) { return part.second.data != nullptr; });
     if (all_low_rank) {
-      gemm_.run(padded_rows(p.first), hb_.data(), c.hidden, rows, staged_b_.data(), ld, ElementType::BF16);
+      gemm_.run(padded_rows(p.first), hb_.data(), c.hidden, rows, staged_b_.data(), ld, ElementType::BF16, false,
+                nullptr, Epilogue::bias, fold);
       return;
     }
-    gemm_.run(p.first, hb_.data(), c.hidden, rows, packed_.data(), ld, ElementType::F32);
+    gemm_.run(p.first, hb_.data(), c.hidden, rows, packed_.data(), ld, ElementType::F32, false, nullptr,
+              Epilogue::bias, fold);
     StageSegment segments[kMaxStageSegments];
     int count = 0;
     for (const DevicePacked::Part& part : p.parts)
@@ -137,8 +168,9 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   // [row0, n) (m rows; hidden row r at x_ + r * hidden).
   const int64_t m = n - row0;
   float* x = x_.data() + row0 * c.hidden;
-  norm_rows(x_.data(), l.attn_norm, n);
-  packed_first(l.qkv, n);
+  // Decode rows of up to 8: each RMSNorm folded into the products around it.
+  const bool fold = decode && fold_norms(n, l);
+  packed_first(l.qkv, n, norm_input(x_.data(), l.attn_norm, n));
   if (lowrank) {
     if (pos > 0) lowrank->rebuild(index, pos);  // the rows this chunk attends to besides its own
     lowrank->store_rows(index, staged_b_.data() + l.qkv.parts[1].offset, staged_b_.data() + l.qkv.parts[2].offset,
@@ -182,12 +214,11 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     prefill_attention(q_b_.data() + row0 * q_dim, cache, blocks, pos + static_cast<int>(row0), static_cast<int>(m),
                       heads, att_b_.data(), stream_);
   }
-  linear(l.o, att_b_.data(), q_dim, m, x, true);
+  linear(l.o, att_b_.data(), q_dim, m, x, true, {}, gained_output(fold, l.mlp_norm));
 
   // MLP block.
-  norm_rows(x, l.mlp_norm, m);
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
-  packed_first(l.gate_up, m);
+  packed_first(l.gate_up, m, norm_input(x, l.mlp_norm, m));
   if (l.gate_up.stacked_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
     // buffer, in one batched GEMM: each half of the stacked second factor
@@ -202,7 +233,9 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     const Rows u = part_rows(up, m, up_.data());
     silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, m, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
-  linear(l.down, act_b_.data(), c.intermediate, m, x, true);
+  const size_t next = static_cast<size_t>(index) + 1;
+  const float* next_gain = next < weights_.layers().size() ? weights_.layers()[next].attn_norm : weights_.final_norm();
+  linear(l.down, act_b_.data(), c.intermediate, m, x, true, {}, gained_output(fold, next_gain));
 }
 
 int64_t Prefill::start(std::span<const int32_t> tokens, bool last_row_only) {
@@ -211,6 +244,7 @@ int64_t Prefill::start(std::span<const int32_t> tokens, bool last_row_only) {
   reserve(n);
   final_row0_ = last_row_only ? n - 1 : 0;
   chunk_rows_ = n;
+  hb_gained_ = false;
   FSVD_CUDA_CHECK(cudaMemcpyAsync(tokens_.data(), tokens.data(), tokens.size_bytes(), cudaMemcpyHostToDevice,
                                   stream_));
   embedding_lookup(weights_.embed(), tokens_.data(), n, x_.data(), stream_);
@@ -249,6 +283,7 @@ void Prefill::embed_rows(const int32_t* d_tokens, int64_t rows) {
   check(rows >= 1 && rows <= rows_, kWhere, rows, " decode rows, ", rows_, " reserved");
   final_row0_ = 0;
   chunk_rows_ = rows;
+  hb_gained_ = false;
   embedding_lookup(weights_.embed(), d_tokens, rows, x_.data(), stream_);
 }
 
@@ -262,8 +297,8 @@ const float* Prefill::logits(int64_t n) {
         chunk_rows_, final_row0_ > 0 ? " run for its last row only" : "");
   const ModelConfig& c = weights_.config();
   reserve_logits(n);
-  norm_rows(x_.data(), weights_.final_norm(), n);
-  linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false);
+  linear(weights_.lm_head(), hb_.data(), c.hidden, n, logits_.data(), false,
+         norm_input(x_.data(), weights_.final_norm(), n));
   return logits_.data();
 }
 

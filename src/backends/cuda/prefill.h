@@ -74,9 +74,20 @@ class Prefill {
   void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
              const int32_t* blocks, LowRankKv* lowrank, const DecodeAttention* decode = nullptr);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
-  void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate);
+  // `in` folds into its first product, `out` into its last (NormFold).
+  void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate,
+              const NormFold& in = {}, const NormFold& out = {});
   // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.
   void norm_rows(const float* x, const float* gain, int64_t n);
+  // The RMSNorm of x's n rows with gain `gain` as the next product's input
+  // in hb_: normalized here (returns no fold), or, where the product that
+  // added to x wrote hb_ = bf16(x · gain), the fold that scales the product.
+  NormFold norm_input(const float* x, const float* gain, int64_t n);
+  // For a product adding to the residual: with `fold`, it also writes hb_ =
+  // bf16(x · next_gain) for the norm after it (decode rows up to
+  // kSkinnyAnyRows, fold_norms()).
+  NormFold gained_output(bool fold, const float* next_gain);
+  bool fold_norms(int64_t rows, const DeviceLayer& l) const;
 
   const DeviceModel& weights_;
   const float* inv_freq_;
@@ -85,6 +96,7 @@ class Prefill {
   int64_t rows_ = 0;  // capacity of the buffers, in tokens
   int64_t version_ = 0;
   int64_t chunk_rows_ = 0, final_row0_ = 0;  // the last run's rows, and its first with a final hidden state
+  bool hb_gained_ = false;                    // hb_ holds bf16(x · gain) for the next norm (gained_output)
   DeviceBuffer<int32_t> tokens_;
   // Row strides: packed first-factor outputs (fp32 in packed_, their
   // low-rank parts' columns as bf16 in staged_b_, both at the parts'
@@ -94,6 +106,7 @@ class Prefill {
   // [n, kv_dim]), where one batched GEMM of stacked second factors writes them.
   DeviceBuffer<float> x_, packed_, qkv_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
+  DeviceBuffer<float> norm_sums_;  // the residual's sums of squares a folded norm reads (NormFold)
 };
 
 }  // namespace fsvd::cuda

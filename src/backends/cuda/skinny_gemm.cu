@@ -24,6 +24,17 @@
 // up to 16 rows, one for 17-32), so a row's result does not depend on the
 // other rows of its tiling class.
 //
+// RMSNorm folded in (up to 8 rows, NormFold). A norm's input rows x are the
+// residual the previous product added to: that product also writes bf16(x ·
+// gain) as it stores x, and each row tile's sums of squares of the x values
+// it stored (its 64 columns; reduced in registers and shared memory, a fixed
+// order). The next product multiplies the gained rows as X and scales each
+// output row by 1 / rms(x row): it requests the tiles' sums with X (a few a
+// thread, held in registers) and adds them up after its main loop. So
+// neither the weight stream, the staging nor the main loop's start changes
+// (a version whose reader summed x's squares itself before its main loop
+// was slower: bench/results/2026-12-03-session23, call M).
+//
 // Which products. Up to 8 rows, all. From 9 to 32 only those with K >= N
 // and fewer than kSkinnyMaxWeights weights (the first factors: at LLaMA-7B
 // keep 0.5, 4.2-16.4 M): cuBLASLt splits them over K with a separate reduce
@@ -80,6 +91,7 @@ struct Params {
   int64_t w_step, x_step, y_step;  // product blockIdx.y's offsets, in elements
   int n_out, k, rows;  // W is [n_out, k]; X has `rows` rows
   int splits, slice_cols;  // CTAs per row tile (the cluster) and the columns of each
+  NormFold fold;
 };
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled stage of
@@ -149,12 +161,40 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
     if (s < stages) load_w(s);
     cp_async_commit();
   }
+  // A fold (up to 8 rows: one n8 tile, one m16 tile a warp, 64-row tiles).
+  // The writer's gains of the Y columns this thread will store are weights:
+  // requested before the wait. Unsplit, a thread stores columns m_of(0, 0)
+  // and m_of(0, 2); split, CTA 0 of the cluster stores them all, 4 a thread.
+  static_assert(tiling(1).tile_rows() == kNormSumCols, "a tile's sum covers kNormSumCols columns of x");
+  constexpr int kSumRegs = kMaxNormWidth / kNormSumCols / 16;  // tiles' sums a thread of the reader holds
+  const bool writes = kTiles == 1 && p.fold.gained != nullptr, reads = kTiles == 1 && p.fold.sums_in != nullptr;
+  float gain_of[4] = {};
+  if (writes) {
+    auto gain = [&](int m) { return row0 + m < p.n_out ? p.fold.gain[row0 + m] : 0.0f; };
+    if (p.splits == 1) {
+      gain_of[0] = gain(warp * 16 + (lane >> 2)), gain_of[1] = gain(warp * 16 + (lane >> 2) + 8);
+    } else if (slice == 0) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) gain_of[j] = gain(threadIdx.x % 16 * 4 + j);
+    }
+  }
+
   allow_next_kernel_to_launch();
   wait_for_previous_kernel();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s)
     if (s < stages) load_x(s);
   cp_async_commit();
+
+  // The reader's sums: thread (row r = t / 16, j = t % 16) requests tiles j,
+  // j + 16, ... of row r with X's first stages, and adds them after the loop.
+  float sums[kSumRegs] = {};
+  if (reads) {
+    const int r = threadIdx.x / 16, j = threadIdx.x % 16, tiles_of_x = (p.k + kNormSumCols - 1) / kNormSumCols;
+#pragma unroll
+    for (int i = 0; i < kSumRegs; ++i)
+      if (j + 16 * i < tiles_of_x) sums[i] = p.fold.sums_in[(j + 16 * i) * 8 + r];
+  }
 
   // ldmatrix row addresses (before the swizzle). A = W: lanes 16-31 address
   // columns 8-15. B = X rows: matrices 1 and 3 (lanes 8-15, 24-31) are
@@ -202,28 +242,65 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
     }
   }
 
-  // Output element (X row r, W row m of the tile) into Y.
-  auto store = [&](int r, int m, float v) {
-    if (r >= p.rows || row0 + m >= p.n_out) return;
+  // The reader's 1 / rms of each row (rmsnorm_kernel's formula, norm.cu).
+  __shared__ float inv_rms[8];
+  if (reads) {
+    double ss = 0;
+#pragma unroll
+    for (int i = 0; i < kSumRegs; ++i) ss += sums[i];
+#pragma unroll
+    for (int offset = 8; offset > 0; offset /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, offset);
+    if (threadIdx.x % 16 == 0)
+      inv_rms[threadIdx.x / 16] = 1.0f / sqrtf(static_cast<float>(ss / static_cast<double>(p.k)) + p.fold.eps);
+    __syncthreads();
+  }
+  // Output element (X row r, W row m of the tile) into Y; returns the value
+  // stored (0 for none), which a writer also stores gained with `gain`.
+  auto store = [&](int r, int m, float v, float gain) {
+    if (r >= p.rows || row0 + m >= p.n_out) return 0.0f;
     const int64_t at = blockIdx.y * p.y_step + r * p.ldy + row0 + m;
     if constexpr (kBf16Out) {
       __nv_bfloat16* y = static_cast<__nv_bfloat16*>(p.y) + at;
       *y = __float2bfloat16(kAccumulate ? __bfloat162float(*y) + v : v);
+      return 0.0f;
     } else {
       float* y = static_cast<float*>(p.y) + at;
-      *y = kAccumulate ? *y + v : v;
+      const float out = kAccumulate ? *y + v : v;
+      *y = out;
+      if (writes) p.fold.gained[r * p.fold.gained_ld + row0 + m] = __float2bfloat16(out * gain);
+      return out;
     }
   };
   // Fragment element e of m-tile mt, n-tile t: W row m_of(mt, e), X row r_of(t, e).
   auto m_of = [&](int mt, int e) { return (warp * kMTiles + mt) * 16 + (lane >> 2) + 8 * (e >> 1); };
   auto r_of = [&](int t, int e) { return t * 8 + 2 * (lane & 3) + (e & 1); };
+  const int tile_sums = tile * 8;  // the writer's sums of this tile, [tile][row]
   if (p.splits == 1) {
+    float sq[2] = {};  // a writer's squares of rows r_of(0, 0) and r_of(0, 1)
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
       for (int t = 0; t < kTiles; ++t)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) store(r_of(t, e), m_of(mt, e), acc[mt][t][e]);
+        for (int e = 0; e < 4; ++e) {
+          const float scale = reads ? inv_rms[r_of(t, e)] : 1.0f;
+          const float out = store(r_of(t, e), m_of(mt, e), acc[mt][t][e] * scale, gain_of[e >> 1]);
+          sq[e & 1] += out * out;
+        }
+    if (writes) {
+      // Over the lanes of one row pair (lane % 4), then the warps.
+      __shared__ float warp_sq[kWarps][8];
+#pragma unroll
+      for (int offset = 4; offset < 32; offset *= 2) {
+        sq[0] += __shfl_xor_sync(0xffffffffu, sq[0], offset);
+        sq[1] += __shfl_xor_sync(0xffffffffu, sq[1], offset);
+      }
+      if (lane < 4) warp_sq[warp][2 * lane] = sq[0], warp_sq[warp][2 * lane + 1] = sq[1];
+      __syncthreads();
+      if (threadIdx.x < 8)
+        p.fold.sums_out[tile_sums + threadIdx.x] =
+            warp_sq[0][threadIdx.x] + warp_sq[1][threadIdx.x] + warp_sq[2][threadIdx.x] + warp_sq[3][threadIdx.x];
+    }
     return;
   }
 
@@ -243,6 +320,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
       for (int e = 0; e < 4; ++e) partial[r_of(t, e) * kLd + m_of(mt, e)] = acc[mt][t][e];
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
+  float sq = 0;  // a writer's squares of its quad (one a thread of CTA 0: kQuads == kThreads at one n8 tile)
   for (int q = slice * kThreads + threadIdx.x; q < kQuads; q += p.splits * kThreads) {
     const int r = q / (kTileRows / 4), m = q % (kTileRows / 4) * 4;
     float4 v[kMaxSplits];
@@ -253,10 +331,18 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
 #pragma unroll
     for (int s = 1; s < kMaxSplits; ++s)
       if (s < p.splits) sum.x += v[s].x, sum.y += v[s].y, sum.z += v[s].z, sum.w += v[s].w;
-    store(r, m, sum.x);
-    store(r, m + 1, sum.y);
-    store(r, m + 2, sum.z);
-    store(r, m + 3, sum.w);
+    if (reads) {
+      const float scale = inv_rms[r];
+      sum.x *= scale, sum.y *= scale, sum.z *= scale, sum.w *= scale;
+    }
+    const float o0 = store(r, m, sum.x, gain_of[0]), o1 = store(r, m + 1, sum.y, gain_of[1]);
+    const float o2 = store(r, m + 2, sum.z, gain_of[2]), o3 = store(r, m + 3, sum.w, gain_of[3]);
+    sq += o0 * o0 + o1 * o1 + o2 * o2 + o3 * o3;
+  }
+  if (writes && slice == 0) {  // the 16 threads of each row (a half-warp)
+#pragma unroll
+    for (int offset = 8; offset > 0; offset /= 2) sq += __shfl_xor_sync(0xffffffffu, sq, offset);
+    if (threadIdx.x % 16 == 0) p.fold.sums_out[tile_sums + threadIdx.x / 16] = sq;
   }
   cluster.sync();  // the other CTAs' partial sums stay until all have read them
 }
@@ -298,7 +384,12 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
-  return g.w.type == ElementType::BF16 && n >= 1 &&
+  const NormFold& f = g.fold;
+  const bool fold_ok =
+      (!f.sums_in || (n <= kSkinnyAnyRows && g.batch == 1 && g.w.cols <= kMaxNormWidth)) &&
+      (!f.gained || (n <= kSkinnyAnyRows && g.batch == 1 && g.accumulate && g.y_type == ElementType::F32 && f.gain &&
+                     f.sums_out));
+  return g.w.type == ElementType::BF16 && n >= 1 && fold_ok &&
          (n <= kSkinnyAnyRows ||
           (n <= kSkinnyMaxRows && g.w.cols >= g.w.rows && g.w.rows * g.w.cols < kSkinnyMaxWeights)) &&
          aligned16(g.w.data) && aligned16(g.x) && g.w.ld % 8 == 0 && g.ldx % 8 == 0 && g.x_step % 8 == 0 &&
@@ -309,7 +400,9 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   const char* where = "skinny_gemm";
   check(skinny_gemm_supports(g, n), where, "unsupported product: W [", g.w.rows, ", ", g.w.cols, "] ld ", g.w.ld,
         ", n ", n, ", ldx ", g.ldx, " (bf16, 1..", kSkinnyAnyRows, " rows, or up to ", kSkinnyMaxRows,
-        " when K >= N and W has under ", kSkinnyMaxWeights, " weights; 16-byte aligned rows)");
+        " when K >= N and W has under ", kSkinnyMaxWeights,
+        " weights; 16-byte aligned rows; a folded RMSNorm: one product of up to ", kSkinnyAnyRows,
+        " rows, reading rows up to ", kMaxNormWidth, " wide, writing from an fp32 Y added to)");
   check(g.w.rows >= 1 && g.w.cols >= 1 && g.w.ld >= g.w.cols && g.ldx >= g.w.cols && g.ldy >= g.w.rows &&
             g.y != nullptr && g.batch >= 1,
         where, "bad operands: W [", g.w.rows, ", ", g.w.cols, "], ldx ", g.ldx, ", ldy ", g.ldy);
@@ -330,6 +423,7 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   p.n_out = static_cast<int>(g.w.rows);
   p.k = static_cast<int>(g.w.cols);
   p.rows = static_cast<int>(n);
+  p.fold = g.fold;
   const int n_tiles = n <= 8 ? 1 : n <= 16 ? 2 : 4;
   // The most slices (whole stages each) whose CTAs all fit at once, at
   // kCtasPerSm an SM: a second wave would double a short product's time.

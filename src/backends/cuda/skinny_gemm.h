@@ -9,6 +9,7 @@
 // shared memory (no workspace; a row's result does not depend on the other
 // rows). Gemm::run takes it for the shapes it supports (gemm.h); the layout
 // is in skinny_gemm.cu.
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -20,6 +21,27 @@ namespace fsvd::cuda {
 constexpr int64_t kSkinnyAnyRows = 8;   // any product
 constexpr int64_t kSkinnyMaxRows = 32;  // products with K >= N and under kSkinnyMaxWeights weights
 constexpr int64_t kSkinnyMaxWeights = int64_t{1} << 24;
+
+// An RMSNorm folded into the products around it (decode steps of up to
+// kSkinnyAnyRows rows; skinny_gemm.cu says how). The product that adds to
+// the residual x (fp32 Y, accumulate) also writes gained = bf16(x · gain)
+// (row stride gained_ld) and sums_out: x's sums of squares, one per
+// kNormSumCols columns of a row, [ceil(N / kNormSumCols)][8] (row fastest).
+// The product that reads the norm takes gained as X and those sums as
+// sums_in (K = the residual's width, at most kMaxNormWidth): Y row r is
+// scaled by 1 / sqrt(mean(x[r]²) + eps), as rmsnorm() would have scaled
+// its input.
+constexpr int64_t kNormSumCols = 64;
+constexpr int64_t kMaxNormWidth = 8192;
+inline int64_t norm_sums_floats(int64_t width) { return (width + kNormSumCols - 1) / kNormSumCols * 8; }
+struct NormFold {
+  const float* sums_in = nullptr;
+  float eps = 0;
+  __nv_bfloat16* gained = nullptr;
+  int64_t gained_ld = 0;
+  const float* gain = nullptr;
+  float* sums_out = nullptr;
+};
 
 // `batch` products in one launch: product i on W's rows [i N, (i + 1) N)
 // (w.rows = N), x + i x_step and y + i y_step (steps in elements).
@@ -33,6 +55,7 @@ struct SkinnyGemm {
   bool accumulate = false;
   int batch = 1;
   int64_t x_step = 0, y_step = 0;
+  NormFold fold;
 };
 
 // Whether skinny_gemm takes the product over n rows: bf16 W, 1 <= n <=

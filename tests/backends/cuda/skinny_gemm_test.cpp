@@ -59,6 +59,36 @@ TEST(CudaSkinnyGemm, TakesBf16ProductsOfUpTo8AlignedRowsAndSmallFirstFactorsUpTo
   EXPECT_FALSE(skinny_gemm_supports(odd_step, 4));
 }
 
+TEST(CudaSkinnyGemm, FoldsRmsNormIntoOneProductOfUpTo8Rows) {
+  SkinnyGemm reads = supported();
+  reads.fold.sums_in = reinterpret_cast<const float*>(uintptr_t{32768});
+  EXPECT_TRUE(skinny_gemm_supports(reads, kSkinnyAnyRows));
+  EXPECT_FALSE(skinny_gemm_supports(reads, kSkinnyAnyRows + 1));  // a first factor's shape, but folded
+  SkinnyGemm wide = reads;  // rows wider than the sums a thread holds
+  wide.w.cols = wide.w.ld = wide.ldx = kMaxNormWidth + 8;
+  EXPECT_FALSE(skinny_gemm_supports(wide, 4));
+  SkinnyGemm batched = reads;
+  batched.batch = 2;
+  EXPECT_FALSE(skinny_gemm_supports(batched, 4));
+
+  SkinnyGemm writes = supported();
+  writes.fold.gained = reinterpret_cast<__nv_bfloat16*>(uintptr_t{65536});
+  writes.fold.gained_ld = 40;
+  writes.fold.gain = reinterpret_cast<const float*>(uintptr_t{32768});
+  writes.fold.sums_out = reinterpret_cast<float*>(uintptr_t{98304});
+  EXPECT_FALSE(skinny_gemm_supports(writes, 4));  // the gained copy is of a residual added to
+  writes.accumulate = true;
+  EXPECT_TRUE(skinny_gemm_supports(writes, 4));
+  EXPECT_FALSE(skinny_gemm_supports(writes, kSkinnyAnyRows + 1));
+  SkinnyGemm no_sums = writes;
+  no_sums.fold.sums_out = nullptr;
+  EXPECT_FALSE(skinny_gemm_supports(no_sums, 4));
+  SkinnyGemm bf16_y = writes;
+  bf16_y.y_type = ElementType::BF16;
+  EXPECT_FALSE(skinny_gemm_supports(bf16_y, 4));
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(bf16_y, 4, nullptr); }, "folded RMSNorm"));
+}
+
 TEST(CudaSkinnyGemm, RefusesWhatItDoesNotTake) {
   SkinnyGemm g = supported();
   EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, kSkinnyMaxRows + 1, nullptr); }, "unsupported product"));

@@ -190,6 +190,119 @@ class GemmBatched final : public OpCase {
   int64_t ldw_, x_step_, ldx_, ldy_;
 };
 
+// An RMSNorm folded into a decode step's products (cuda::NormFold, through
+// Gemm::run): `reads` the norm (X = bf16(x · gain) rows, the residual's
+// per-64-column sums of squares, Y scaled by 1 / rms(x row)), or `writes`
+// its input (Y fp32 added to, then gained = bf16(Y · gain) and Y's sums of
+// squares). The reference is cpu::rmsnorm's arithmetic on the same rows.
+class GemmNormFold final : public OpCase {
+ public:
+  enum class Side { reads, writes };
+  GemmNormFold(Problem p, Side side)
+      : OpCase("Gemm::run", p.name() + (side == Side::reads ? " rmsnorm folded in" : " accumulate, gained out"),
+               false),
+        p_(p), side_(side), ldw_(cuda::round_up8(p.in)), ldx_(ldw_ + 8),
+        ldy_(p.y_type == ElementType::F32 ? p.out + 4 : cuda::round_up8(p.out) + 8), ldg_(cuda::round_up8(p.out)) {}
+
+  std::vector<Expected> reference() const override {
+    const std::vector<float> w = as_stored(weights(), p_.type), g = gain();
+    if (side_ == Side::reads) {
+      // X rows are bf16(x · gain); Y = (X · Wᵀ) / rms(x) per row.
+      const std::vector<float> x = residual();
+      std::vector<float> xg(p_.n * ldx_, 0.0f);
+      for (int64_t r = 0; r < p_.n; ++r)
+        for (int64_t k = 0; k < p_.in; ++k) xg[r * ldx_ + k] = round_bf16(x[r * ldx_ + k] * g[k]);
+      const std::vector<float> xw = matmul(w, ldw_, p_, xg.data(), ldx_);
+      std::vector<float> y(p_.n * ldy_, kNaN);
+      for (int64_t r = 0; r < p_.n; ++r) {
+        double ss = 0;
+        for (int64_t k = 0; k < p_.in; ++k) ss += double{x[r * ldx_ + k]} * x[r * ldx_ + k];
+        const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(p_.in)) + kEps);
+        for (int64_t o = 0; o < p_.out; ++o) y[r * ldy_ + o] = xw[r * p_.out + o] * inv;
+      }
+      Tolerance tol = product_tolerance(p_);
+      tol.rel += 1e-6, tol.why += "; 1/rms from sums in other orders";
+      return {{"y", as_stored(y, p_.y_type), tol}};
+    }
+    // Y += X · Wᵀ, then gained = bf16(Y · gain) and Y's sums of squares.
+    const std::vector<float> xs = as_stored(input(), p_.type);
+    const std::vector<float> xw = matmul(w, ldw_, p_, xs.data(), ldx_);
+    std::vector<float> y = start();
+    std::vector<float> gained(p_.n * ldg_, kNaN);
+    for (int64_t r = 0; r < p_.n; ++r)
+      for (int64_t o = 0; o < p_.out; ++o) {
+        float& v = y[r * ldy_ + o];
+        v += xw[r * p_.out + o];
+        gained[r * ldg_ + o] = round_bf16(v * g[o]);
+      }
+    const Tolerance tol = product_tolerance(p_);
+    return {{"y", y, tol},
+            {"gained", gained, relative_l2(tol.rel + kBf16Step / 2, tol.why + "; then bf16 rounding of y · gain")},
+            {"sums", sums_of(y, ldy_, p_.out), relative_l2(2 * tol.rel, "squares of y within the product's bound")}};
+  }
+
+  std::unique_ptr<DeviceOp> upload(Device& device) const override {
+    struct State {
+      DeviceArray w, x, y, gain, gained, sums;
+    };
+    const bool reads = side_ == Side::reads;
+    const std::vector<float> g = gain(), x = residual();
+    std::vector<float> xg = x;
+    for (int64_t r = 0; r < p_.n; ++r)
+      for (int64_t k = 0; k < p_.in; ++k) xg[r * ldx_ + k] *= g[k];
+    return device_op(
+        State{DeviceArray(weights(), p_.type), DeviceArray(reads ? xg : input(), p_.type),
+              reads ? DeviceArray(p_.n * ldy_, p_.y_type) : DeviceArray(start(), ElementType::F32),
+              DeviceArray(g, ElementType::F32), DeviceArray(p_.n * ldg_, ElementType::BF16),
+              reads ? DeviceArray(sums_of(x, ldx_, p_.in), ElementType::F32)
+                    : DeviceArray(cuda::norm_sums_floats(p_.out), ElementType::F32)},
+        [&gemm = device.gemm(), p = p_, reads, ldw = ldw_, ldx = ldx_, ldy = ldy_, ldg = ldg_](State& s,
+                                                                                            cudaStream_t) {
+          cuda::NormFold fold;
+          auto* sums = static_cast<float*>(s.sums.data());
+          if (reads) {
+            fold.sums_in = sums, fold.eps = kEps;
+          } else {
+            fold.gained = s.gained.bf16(), fold.gained_ld = ldg, fold.gain = static_cast<const float*>(s.gain.data());
+            fold.sums_out = sums;
+          }
+          gemm.run({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, p.n, s.y.data(), ldy, p.y_type, !reads,
+                   nullptr, cuda::Epilogue::bias, fold);
+        },
+        [reads](State& s, cudaStream_t) {
+          return reads ? Outputs{s.y.download()} : Outputs{s.y.download(), s.gained.download(), s.sums.download()};
+        });
+  }
+
+  Cost cost() const override {
+    const double e = element_bytes(p_.type);
+    return {p_.out * p_.in * e + p_.n * p_.in * e + p_.n * p_.out * 4.0, 2.0 * p_.n * p_.out * p_.in};
+  }
+
+ private:
+  static constexpr float kEps = 1e-5f;
+  // The sums of squares of rows [0, n) of v (row stride ld, `width` values)
+  // per cuda::kNormSumCols columns, [tile][8 rows] (rows past n: 0).
+  std::vector<float> sums_of(const std::vector<float>& v, int64_t ld, int64_t width) const {
+    std::vector<float> sums(cuda::norm_sums_floats(width), 0.0f);
+    for (int64_t r = 0; r < p_.n; ++r)
+      for (int64_t c = 0; c < width; ++c) sums[c / cuda::kNormSumCols * 8 + r] += v[r * ld + c] * v[r * ld + c];
+    return sums;
+  }
+  std::vector<float> weights() const { return random_values(p_.out * ldw_, 91); }
+  std::vector<float> input() const { return random_values(p_.n * ldx_, 92); }
+  std::vector<float> residual() const { return random_values(p_.n * ldx_, 93, 3.0f); }  // the norm's fp32 rows
+  std::vector<float> start() const { return random_values(p_.n * ldy_, 94, 3.0f); }
+  std::vector<float> gain() const {
+    std::vector<float> g = random_values(std::max(p_.in, p_.out), 95, 0.1f);
+    for (float& v : g) v += 1.0f;
+    return g;
+  }
+  Problem p_;
+  Side side_;
+  int64_t ldw_, ldx_, ldy_, ldg_;
+};
+
 }  // namespace
 
 void add_gemm_cases(Table& t) {
@@ -237,6 +350,16 @@ void add_gemm_cases(Table& t) {
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, s.out, s.in, s.n, kBf16}, true, ""));
     t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, s.out, s.in, s.n, kF32}, 3, ""));
   }
+  // RMSNorm folded into decode products of up to cuda::kSkinnyAnyRows rows:
+  // K in one slice or split over a cluster, fp32 or bf16 out; the gained
+  // copy of a residual added to.
+  for (const Shape& s : {Shape{40, 64, 1}, Shape{4000, 128, 6}, Shape{1000, 300, 3}, Shape{130, 4096, 8},
+                         Shape{200, 2000, 7}, Shape{40, cuda::kMaxNormWidth, 5}})
+    for (ElementType y : {kF32, kBf16})
+      t.push_back(std::make_unique<GemmNormFold>(Problem{kBf16, s.out, s.in, s.n, y}, GemmNormFold::Side::reads));
+  for (const Shape& s : {Shape{64, 40, 1}, Shape{9000, 96, 6}, Shape{300, 1000, 3}, Shape{4096, 130, 8},
+                         Shape{4096, 1024, 8}})
+    t.push_back(std::make_unique<GemmNormFold>(Problem{kBf16, s.out, s.in, s.n, kF32}, GemmNormFold::Side::writes));
   for (const int64_t rows : {cuda::kSkinnyAnyRows, int64_t{16}, cuda::kSkinnyMaxRows, int64_t{64}}) {
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 3072, 4096, rows, kBf16}, false, "llama-7b keep0.5 q|k|v first"));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, rows, kF32}, true, "llama-7b keep0.5 o second"));
