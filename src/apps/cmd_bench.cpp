@@ -255,6 +255,7 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
       nlohmann::json row = run_batch(*executor, batch, prompt, f.gen);
       row["model"] = name;
       row["batch_invariant"] = f.batch_invariant;
+      row["kv_dtype"] = mf.kv_dtype;
       rows.push_back(std::move(row));
     }
     for (const std::string& mode : f.batches.empty() ? modes : std::vector<std::string>{}) {
@@ -271,6 +272,7 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
       row["pdl"] = mf.pdl;
       row["pack"] = mf.pack;
       row["kv"] = mf.kv;
+      row["kv_dtype"] = mf.kv_dtype;
       if (sf.given()) {
         row["ratio"] = sf.ratio;
         row["rank_spread"] = sf.rank_spread;

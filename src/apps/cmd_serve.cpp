@@ -100,6 +100,7 @@ void run_encoder(const ModelFlags& mf, const EngineFlags& ef, const ServeFlags& 
   check(mf.tokenizer.empty(), "--tokenizer", "an encoder uses the tokenizer in its directory");
   check(ef.ctx == 0, "--ctx", "does not apply to an encoder (inputs are truncated to the model's max tokens)");
   check(ef.kv_tokens == 0, "--kv-tokens", "does not apply to an encoder (it has no KV cache)");
+  check(!mf.kv_fp8(), "--kv-dtype", "does not apply to an encoder (it has no KV cache)");
   const EncoderSession s = open_encoder(mf.model);
   const std::unique_ptr<EncoderExecutor> encoder = make_encoder_executor(s.model, mf);
   EmbeddingBatcher batcher(*encoder, f.embed_batch_tokens);

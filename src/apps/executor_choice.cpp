@@ -35,6 +35,9 @@ cuda::CudaOptions cuda_options(const ModelFlags& flags) {
   o.pdl = flags.pdl != "off";
   o.pack = flags.pack != "off";
   o.kv = cuda::parse_kv_mode(flags.kv);
+  check(flags.kv_dtype == "auto" || flags.kv_dtype == "fp8", "--kv-dtype", "unknown KV cache type '", flags.kv_dtype,
+        "' (expected auto or fp8)");
+  o.kv_fp8 = flags.kv_fp8();
   return o;
 }
 #endif
@@ -70,8 +73,8 @@ auto choose(const std::string& device, BuildCuda&& cuda, BuildCpu&& cpu) -> decl
 // A CPU executor together with the model it reads (CpuExecutor borrows it).
 class OwningCpuExecutor : public Executor {
  public:
-  OwningCpuExecutor(Model model, KvPages pages, int context, int threads)
-      : model_(std::move(model)), inner_(model_, pages, context, threads) {}
+  OwningCpuExecutor(Model model, KvPages pages, int context, int threads, bool kv_fp8)
+      : model_(std::move(model)), inner_(model_, pages, context, threads, kv_fp8) {}
   KvPages kv_pages() const override { return inner_.kv_pages(); }
   void step(std::span<const SeqSlice> batch, std::vector<float>& logits) override { inner_.step(batch, logits); }
   void forward(std::span<const int32_t> tokens, int pos, bool all_logits, std::vector<float>& logits) override {
@@ -128,7 +131,10 @@ std::unique_ptr<Executor> make_executor(const Model& model, const ModelFlags& fl
         return nullptr;
 #endif
       },
-      [&] { return std::make_unique<CpuExecutor>(model, cpu_pages(context, batch), context, flags.threads); });
+      [&] {
+        return std::make_unique<CpuExecutor>(model, cpu_pages(context, batch), context, flags.threads,
+                                             flags.kv_fp8());
+      });
 }
 
 std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, const ModelFlags& flags, int context,
@@ -146,7 +152,7 @@ std::unique_ptr<Executor> make_synthetic_executor(const SyntheticSpec& spec, con
       },
       [&] {
         return std::make_unique<OwningCpuExecutor>(make_synthetic_model(spec), cpu_pages(context, batch), context,
-                                                   flags.threads);
+                                                   flags.threads, flags.kv_fp8());
       });
 }
 

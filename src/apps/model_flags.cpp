@@ -48,6 +48,11 @@ std::shared_ptr<ModelFlags> add_model_flags(CLI::App& cmd, ModelUse use) {
   cmd.add_option("--kv", flags->kv,
                  "GPU KV cache: dense, or lowrank (rank-space k/v, the context rebuilt every step: less memory, slower)")
       ->check(CLI::IsMember({"dense", "lowrank"}));
+  cmd.add_option("--kv-dtype", flags->kv_dtype,
+                 "KV cache values: auto (bf16 on the GPU, fp32 on the CPU; fp32 with --precision fp32) or fp8 "
+                 "(e4m3, rounded as stored: half bf16's bytes, so twice the positions and faster attention; the CPU "
+                 "rounds the same way)")
+      ->check(CLI::IsMember({"auto", "fp8"}));
   return flags;
 }
 

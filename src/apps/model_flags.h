@@ -17,6 +17,8 @@ struct ModelFlags {
   std::string pdl = "on";          // GPU: programmatic dependent launch between GEMVs
   std::string pack = "on";         // GPU: packed q|k|v and gate|up launches
   std::string kv = "dense";        // GPU: KV cache, dense or lowrank (rank-space, rebuilt every step)
+  std::string kv_dtype = "auto";   // KV cache values: auto (the precision's) or fp8 (e4m3)
+  bool kv_fp8() const { return kv_dtype == "fp8"; }
 };
 
 // What a command does with the model, which decides its flags: `load` only

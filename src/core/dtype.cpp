@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -77,6 +78,31 @@ uint16_t f32_to_f16(float f) {
   }
   const uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
   return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
+}
+
+uint8_t f32_to_e4m3(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::min(std::fabs(f), 448.0f);
+  int exp = 0;
+  std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
+  // Three mantissa bits below the leading one; subnormals (a < 2^-6) share 2^-9.
+  const int quantum_exp = std::max(exp - 4, -9);
+  const int steps = static_cast<int>(std::nearbyint(std::ldexp(a, -quantum_exp)));  // ties to even
+  if (steps == 0) return sign;
+  // steps * 2^quantum_exp, normalized: steps in [8, 16) for normal values (16 after rounding up
+  // moves to the next binade), [1, 8) for subnormals.
+  if (quantum_exp == -9 && steps < 8) return sign | static_cast<uint8_t>(steps);
+  const int e = steps >= 16 ? quantum_exp + 1 : quantum_exp;
+  const int m = steps >= 16 ? steps / 2 : steps;
+  return sign | static_cast<uint8_t>(((e + 3 + 7) << 3) | (m - 8));
+}
+
+float e4m3_to_f32(uint8_t b) {
+  const int exp = (b >> 3) & 0xf, mant = b & 7;
+  if (exp == 0xf && mant == 7) return std::nanf("");
+  const float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -9) : std::ldexp(static_cast<float>(8 + mant), exp - 10);
+  return (b & 0x80) ? -v : v;
 }
 
 void to_f32(DType t, const void* src, size_t n, float* dst, const std::string& where) {

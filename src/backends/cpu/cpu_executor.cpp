@@ -16,11 +16,12 @@ namespace fsvd {
 CpuExecutor::CpuExecutor(const Model& model, int context, int threads)
     : CpuExecutor(model, KvPages::holding(context), context, threads) {}
 
-CpuExecutor::CpuExecutor(const Model& model, KvPages pages, int context, int threads)
+CpuExecutor::CpuExecutor(const Model& model, KvPages pages, int context, int threads, bool kv_fp8)
     : model_(model),
       pages_(pages),
       context_(context),
-      threads_(threads > 0 ? threads : omp_get_num_procs()) {
+      threads_(threads > 0 ? threads : omp_get_num_procs()),
+      kv_fp8_(kv_fp8) {
   const ModelConfig& c = model.config;
   model.validate_packed("building an executor");
   check(context > 0, "CpuExecutor", "context size must be positive, got ", context);
@@ -140,6 +141,7 @@ void CpuExecutor::attend(int index, std::span<const SeqSlice> batch, int64_t n) 
       const int64_t at = kv.row(s.pos + t) * kv_dim_;
       std::memcpy(k_cache + at, k + t * kv_dim_, sizeof(float) * kv_dim_);
       std::memcpy(v_cache + at, v + t * kv_dim_, sizeof(float) * kv_dim_);
+      if (kv_fp8_) cpu::round_e4m3(k_cache + at, kv_dim_), cpu::round_e4m3(v_cache + at, kv_dim_);
     }
     cpu::attention(q, q_dim_, kv, len, s.pos, heads, att_.data() + first_[i] * q_dim_);
   }

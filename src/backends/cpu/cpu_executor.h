@@ -17,7 +17,9 @@ class CpuExecutor : public Executor {
   // has `pages`; one sequence holds at most `context` positions (at most the
   // cache's). `threads` <= 0 uses every processor. The thread count is applied
   // (OpenMP and OpenBLAS, process-wide for the latter) at each step.
-  CpuExecutor(const Model& model, KvPages pages, int context, int threads);
+  // `kv_fp8`: keys and values rounded to fp8 e4m3 as they are cached (the
+  // GPU's fp8 KV cache, emulated: cuda::CudaOptions::kv_fp8).
+  CpuExecutor(const Model& model, KvPages pages, int context, int threads, bool kv_fp8 = false);
   // One sequence: a cache of `context` positions.
   CpuExecutor(const Model& model, int context, int threads);
 
@@ -68,6 +70,7 @@ class CpuExecutor : public Executor {
   KvPages pages_;
   int context_;
   int threads_;
+  bool kv_fp8_;
   std::vector<int32_t> all_blocks_;  // 0, 1, 2, ...: forward()'s sequence
   std::vector<int32_t> positions_;   // forward_layer(): placeholder token ids, one per row
   int filled_ = 0;                   // forward(): positions [0, filled_) hold valid keys/values

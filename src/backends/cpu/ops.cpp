@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace fsvd::cpu {
 
 // Below this much work a parallel region costs more than it saves.
@@ -89,6 +91,10 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = 1.0f / sum;
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void round_e4m3(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = e4m3_to_f32(f32_to_e4m3(x[i]));
 }
 
 }  // namespace fsvd::cpu

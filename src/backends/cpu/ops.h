@@ -32,4 +32,8 @@ void l2_normalize(float* x, int64_t n);
 // In-place softmax of x[0..n), max-subtracted.
 void softmax(float* x, int64_t n);
 
+// In place: each of x[0..n) as the nearest fp8 e4m3 value (the fp8 KV cache;
+// core/dtype.h's f32_to_e4m3, as the GPU's round_e4m3).
+void round_e4m3(float* x, int64_t n);
+
 }  // namespace fsvd::cpu

@@ -55,7 +55,8 @@ std::shared_ptr<const DeviceModel> upload(const Model& model, int context, KvPag
                                           const CudaOptions& options) {
   model.validate();
   check_supported(model.config, model.source);
-  check_cache_fits(model.config, context, pages.positions(), options.weights, options.kv);
+  check_cache_fits(model.config, context, pages.positions(), options.kv_fp8 ? ElementType::F8E4M3 : options.weights,
+                   options.kv);
   return std::make_shared<const DeviceModel>(model, options.weights);
 }
 
@@ -114,7 +115,8 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   check(options.kv == KvMode::dense || pages.positions() == KvPages::holding(context).positions(), kWhere,
         "the low-rank KV cache holds one sequence");
   const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-  const size_t row_bytes = static_cast<size_t>(kv_dim) * element_bytes(weights_->type());
+  check(!options.kv_fp8 || options.kv == KvMode::dense, kWhere, "an fp8 KV cache is a dense one (not --kv lowrank)");
+  const size_t row_bytes = static_cast<size_t>(kv_dim) * element_bytes(cache_type());
   if (pages_.blocks == 0) {
     // As many blocks as fit in the asked share of what is free now.
     size_t free_bytes = 0, total_bytes = 0;
@@ -124,7 +126,7 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   }
   check(pages_.positions() >= context, kWhere, "a KV cache of ", pages_.positions(),
         " positions (given, or what fits in free GPU memory) cannot hold one sequence's context of ", context);
-  check_cache_fits(c, context, pages_.positions(), weights_->type(), options_.kv);
+  check_cache_fits(c, context, pages_.positions(), cache_type(), options_.kv);
 
   std::vector<float> inv_freq(c.head_dim / 2);
   rope_inv_freq(c, inv_freq.data());
@@ -253,7 +255,7 @@ void CudaExecutor::linear_residual(const DeviceLinear& l, DeviceVec x, int rows,
 }
 
 KvCacheLayer CudaExecutor::layer_cache(int layer) const {
-  const ElementType type = weights_->type();
+  const ElementType type = cache_type();
   const int64_t offset =
       int64_t{layer} * pages_.positions() * config_.n_kv_heads * config_.head_dim * element_bytes(type);
   return {k_cache_.data() + offset, v_cache_.data() + offset, pages_.block_size, pages_.blocks, type};

@@ -53,6 +53,10 @@ struct CudaOptions {
   // one launch per part.
   bool pack = true;
   KvMode kv = KvMode::dense;
+  // A dense cache of fp8 e4m3 values (half bf16's bytes: twice the positions
+  // in the same memory, half the bytes a decode step's attention reads),
+  // rounded to nearest even as they are stored; the math stays fp32.
+  bool kv_fp8 = false;
   // Decode rows of one step (sequences of step() beyond it run in several):
   // up to kMaxDecodeRows with bf16 weights (several rows run as GEMMs), up to
   // kMaxBatch with fp32 or batch_invariant (batched GEMVs). Graphs are
@@ -188,6 +192,7 @@ class CudaExecutor : public Executor {
   // and decode steps of several rows (gemm_rows). Its buffers grow with the longest chunk.
   std::unique_ptr<Prefill> prefill_;
   bool gemm_rows() const { return weights_->type() == ElementType::BF16 && !options_.batch_invariant; }
+  ElementType cache_type() const { return options_.kv_fp8 ? ElementType::F8E4M3 : weights_->type(); }
   bool prompts_in_chunks_ = false;
   int64_t prefill_version_ = 0;  // of Prefill's buffers when the GEMM steps' graphs were captured
   Stream stream_;

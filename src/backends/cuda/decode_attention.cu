@@ -7,8 +7,9 @@
 // round of batches ahead; block sizes are powers of two, so a shift and a
 // mask). A row of head_dim
 // values is read by head_dim / 8 lanes, 8 values each (one 16-byte load for a
-// bf16 cache, two for fp32: the element type is a template parameter that
-// only changes the loads and their unpacking), in a lane group of the next
+// bf16 cache, two for fp32, one 8-byte load for fp8 e4m3: the element type is
+// a template parameter that only changes the loads, their unpacking and the
+// token's rounding), in a lane group of the next
 // power of two (head_dim 80 and 96 leave 6 and 4 of 16 lanes idle, so the
 // shuffle reductions stay butterflies); a warp thus covers 32 / group width
 // rows per load, and each of these lane groups runs its own online softmax
@@ -106,18 +107,27 @@ __device__ __forceinline__ int arrive_acq_rel(int* counter) {
   return old;
 }
 
-// Eight consecutive cache values of type T as raw bits: kLoads 16-byte loads.
+// Eight consecutive cache values of type T as raw bits, 8 * sizeof(T) bytes:
+// one 16-byte load for bf16, two for fp32, one 8-byte load for fp8.
 template <typename T>
 struct Raw8 {
-  static constexpr int kLoads = sizeof(T) / 2;
-  uint4 w[kLoads];
+  static constexpr int kBytes = 8 * sizeof(T);
+  uint32_t w[kBytes / 4];
 };
 
 template <typename T>
-__device__ __forceinline__ Raw8<T> load_cache8(const uint4* p) {
+__device__ __forceinline__ Raw8<T> load_cache8(const uint8_t* p) {
   Raw8<T> r;
+  if constexpr (sizeof(T) == 1) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    r.w[0] = v.x, r.w[1] = v.y;
+  } else {
 #pragma unroll
-  for (int i = 0; i < Raw8<T>::kLoads; ++i) r.w[i] = __ldg(p + i);
+    for (int i = 0; i < Raw8<T>::kBytes / 16; ++i) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + i);
+      r.w[4 * i] = v.x, r.w[4 * i + 1] = v.y, r.w[4 * i + 2] = v.z, r.w[4 * i + 3] = v.w;
+    }
+  }
   return r;
 }
 
@@ -125,34 +135,35 @@ template <typename T>
 __device__ __forceinline__ void unpack8(const Raw8<T>& r, float* f) {
   if constexpr (sizeof(T) == 4) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const uint4 w = r.w[i];
-      f[4 * i] = __uint_as_float(w.x), f[4 * i + 1] = __uint_as_float(w.y);
-      f[4 * i + 2] = __uint_as_float(w.z), f[4 * i + 3] = __uint_as_float(w.w);
-    }
+    for (int i = 0; i < 8; ++i) f[i] = __uint_as_float(r.w[i]);
+  } else if constexpr (sizeof(T) == 2) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[2 * i] = bf16_lo(r.w[i]), f[2 * i + 1] = bf16_hi(r.w[i]);
   } else {
-    const uint4 w = r.w[0];
-    f[0] = bf16_lo(w.x), f[1] = bf16_hi(w.x), f[2] = bf16_lo(w.y), f[3] = bf16_hi(w.y);
-    f[4] = bf16_lo(w.z), f[5] = bf16_hi(w.z), f[6] = bf16_lo(w.w), f[7] = bf16_hi(w.w);
+    unpack_e4m3x4(r.w[0], f);
+    unpack_e4m3x4(r.w[1], f + 4);
   }
 }
 
-// A value as the cache stores it (bf16: rounded to nearest even).
+// A value as the cache stores it (bf16, fp8: rounded to nearest even).
 template <typename T>
 __device__ __forceinline__ float as_stored(float x) {
   if constexpr (sizeof(T) == 4) return x;
-  else return __bfloat162float(__float2bfloat16_rn(x));
+  else if constexpr (sizeof(T) == 2) return __bfloat162float(__float2bfloat16_rn(x));
+  else return round_e4m3(x);
 }
 
-// Eight values (exactly representable in T) stored as T at a 16-byte aligned p.
+// Eight values (exactly representable in T) stored as T at a 8 * sizeof(T)-byte aligned p.
 template <typename T>
 __device__ __forceinline__ void store8(void* p, const float* f) {
   if constexpr (sizeof(T) == 4) {
     reinterpret_cast<float4*>(p)[0] = make_float4(f[0], f[1], f[2], f[3]);
     reinterpret_cast<float4*>(p)[1] = make_float4(f[4], f[5], f[6], f[7]);
-  } else {
+  } else if constexpr (sizeof(T) == 2) {
     *reinterpret_cast<uint4*>(p) =
         make_uint4(pack_bf16(f[0], f[1]), pack_bf16(f[2], f[3]), pack_bf16(f[4], f[5]), pack_bf16(f[6], f[7]));
+  } else {
+    *reinterpret_cast<uint2*>(p) = make_uint2(pack_e4m3x4(f[0], f[1], f[2], f[3]), pack_e4m3x4(f[4], f[5], f[6], f[7]));
   }
 }
 
@@ -175,7 +186,7 @@ __device__ __forceinline__ void rotate8(float* x, const float* sn, const float* 
 
 template <typename T, int kHeadDim, int kHeads>
 __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
-  constexpr int kLoads = Raw8<T>::kLoads;
+  constexpr int kChunkBytes = Raw8<T>::kBytes;
   constexpr int kUsedLanes = kHeadDim / 8;  // lanes holding a row's values
   // The lane group of a row: a power of two (shuffle butterflies), idle lanes past kUsedLanes.
   constexpr int kLanesPerRow = kUsedLanes <= 8 ? 8 : kUsedLanes <= 16 ? 16 : 32;
@@ -186,7 +197,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   // (MHA) takes 8: 128 registers, still 4 CTAs per SM, and a 33-40-row slice
   // (512-640 tokens in 16 slices) in one step instead of two, which decodes
   // faster (bench/kernels/decode_attention_notes.md).
-  constexpr int kRows = (kHeads >= 8 ? 2 : kHeads == 1 ? 8 : 4) / kLoads;
+  // fp8 rows, half the bits, take as many as bf16 (their registers unpacked
+  // are the same).
+  constexpr int kRows = (kHeads >= 8 ? 2 : kHeads == 1 ? 8 : 4) / (sizeof(T) == 4 ? 2 : 1);
   // Those rows as two batches of half as many where there are two: the next
   // batch's loads are in flight while the current one is consumed, in the
   // same registers as one batch of kRows.
@@ -228,9 +241,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   const int32_t* table = p.rows.block_tables + int64_t{p.rows.seq ? p.rows.seq[b] : b} * p.rows.max_blocks;
   const int block_mask = (1 << p.block_shift) - 1;
   auto pool_row = [&](int32_t block, int t) { return (int64_t{block} << p.block_shift) | (t & block_mask); };
-  const int64_t stride = p.kv_dim / 8 * kLoads;  // row stride in 16-byte groups
-  const uint4* kp = static_cast<const uint4*>(p.k) + (blockIdx.y * kUsedLanes + c) * kLoads;
-  const uint4* vp = static_cast<const uint4*>(p.v) + (blockIdx.y * kUsedLanes + c) * kLoads;
+  const int64_t stride = int64_t{p.kv_dim} * sizeof(T);  // row stride in bytes
+  const uint8_t* kp = static_cast<const uint8_t*>(p.k) + (blockIdx.y * kUsedLanes + c) * kChunkBytes;
+  const uint8_t* vp = static_cast<const uint8_t*>(p.v) + (blockIdx.y * kUsedLanes + c) * kChunkBytes;
   Raw8<T> kw[kStages][kBatch], vw[kStages][kBatch];
   bool ok[kStages][kBatch];
   // The blocks of the rows each buffer loads next. Batches are loaded in
@@ -496,7 +509,12 @@ KernelFn kernel_for(const HeadShape& shape) {
 }
 
 KernelFn kernel_for(const HeadShape& shape, ElementType cache_type) {
-  return cache_type == ElementType::F32 ? kernel_for<float>(shape) : kernel_for<__nv_bfloat16>(shape);
+  switch (cache_type) {
+    case ElementType::F32: return kernel_for<float>(shape);
+    case ElementType::F8E4M3: return kernel_for<__nv_fp8_e4m3>(shape);
+    case ElementType::BF16: break;
+  }
+  return kernel_for<__nv_bfloat16>(shape);
 }
 
 }  // namespace
@@ -509,7 +527,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
   int device = 0, sm_count = 0, resident = INT_MAX;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  for (ElementType type : {ElementType::BF16, ElementType::F32}) {
+  for (ElementType type : {ElementType::BF16, ElementType::F32, ElementType::F8E4M3}) {
     int fit = 0;
     FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel_for(shape, type), kThreads, 0));
     resident = std::min(resident, fit);

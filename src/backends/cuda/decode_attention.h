@@ -1,8 +1,8 @@
 #pragma once
 // The attention block of one decode step over a layer's paged KV cache (bf16,
-// or fp32 for exact checks), for a batch of sequences, one new token each:
-// RoPE on each row's q and k, its k and v stored at its position's slot, then
-// split-KV flash-decoding over its own pages (GQA-aware, fp32 math) with the
+// fp8 e4m3, or fp32 for exact checks), for a batch of sequences, one new token
+// each: RoPE on each row's q and k, its k and v stored at its position's
+// slot, then split-KV flash-decoding over its own pages (GQA-aware, fp32 math) with the
 // slices merged by the last CTA of each head group — one launch. Positions
 // and block tables are read from device memory, and the launch shape depends
 // only on the head shape, the max context and the batch size, so one CUDA
@@ -28,7 +28,7 @@ struct DecodeAttentionPlan {
 
 // For the current device and `batch` rows of positions below max_ctx (the
 // slice count follows the SM count and how many CTAs of the shape's kernel
-// fit on an SM). bf16 and fp32 caches get the same plan, so the fp32 mode
+// fit on an SM). bf16, fp8 and fp32 caches get the same plan, so the fp32 mode
 // checks the partition bf16 runs. `batch_invariant`: the slices of one row
 // whatever the batch, so that each row's result is bitwise what it is alone.
 DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, int batch,
@@ -39,7 +39,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
 // [batch, n_kv_heads * head_dim], fp32 before RoPE with row strides of at
 // least a row (slices of one packed output, say; not modified); inv_freq:
 // [head_dim / 2] (rope_inv_freq). Position p's slot gets the row's RoPE'd k
-// and its v (rounded to nearest even for a bf16 cache), and out row b:
+// and its v (rounded to nearest even for a bf16 or fp8 cache), and out row b:
 // [n_heads * head_dim] (rows contiguous; fp32, or bf16 rounded to nearest
 // even: the GEMM path's o projection reads it so) gets the attention of RoPE'd q
 // over positions [0, p] of the sequence (scale 1/sqrt(head_dim); the token's

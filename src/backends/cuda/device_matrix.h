@@ -2,14 +2,17 @@
 // How the decode path stores weights and KV caches on the device. bf16 is the
 // serving format (decode is memory-bound, so half the bytes is nearly half the
 // time); fp32 keeps the host values exactly, for checks against the CPU
-// backend. C++17 (included by .cu files).
+// backend. fp8 (e4m3) is a KV cache element only (CudaOptions::kv_fp8).
+// C++17 (included by .cu files).
 #include <cstdint>
 
 namespace fsvd::cuda {
 
-enum class ElementType : uint8_t { BF16, F32 };
+enum class ElementType : uint8_t { BF16, F32, F8E4M3 };
 
-constexpr int64_t element_bytes(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
+constexpr int64_t element_bytes(ElementType t) {
+  return t == ElementType::F32 ? 4 : t == ElementType::F8E4M3 ? 1 : 2;
+}
 
 // Values per 16-byte load, the unit in which the kernels stream rows.
 constexpr int64_t values_per_16_bytes(ElementType t) { return 16 / element_bytes(t); }

@@ -6,7 +6,9 @@
 // 64-query tiles instead). Q stays in shared memory; K and V tiles stream
 // through one buffer each with cp.async: V_j's copy overlaps S = Q K_j^T,
 // K_{j+1}'s overlaps the softmax and O += P V_j (two CTAs an SM hide the
-// rest). Rows past the valid length are zero-filled, never read. Rows of 16-
+// rest; an fp8 cache's tiles land in staging tiles and are widened to bf16
+// after each wait, one barrier more a tile). Rows past the valid length are
+// zero-filled, never read. Rows of 16-
 // byte chunks are XOR-swizzled by row % 8, so both the cp.async stores and
 // the ldmatrix reads of 8 rows hit distinct banks. The online softmax runs in
 // registers in the log2 domain (scale folded into one FMA before ex2); only
@@ -37,8 +39,8 @@ constexpr int kMaxGridY = 65535;
 
 struct AttentionParams {
   const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
+  const void* k;  // cache rows of T (the kernel's template parameter)
+  const void* v;
   __nv_bfloat16* out;
   const int32_t* blocks;  // the sequence's block table; null: position t is pool row t
   int block_shift;        // log2 of the block size
@@ -88,6 +90,38 @@ __device__ __forceinline__ void load_tile(uint32_t tile, RowAt row_at, int valid
   }
 }
 
+// fp8 caches: kRows rows of head_dim e4m3 values into an unswizzled staging
+// tile (16 values a 16-byte chunk), zeros past `valid` as load_tile; then,
+// once they have landed, widened into the swizzled bf16 tile the mma loop
+// reads (e4m3 -> bf16 is exact).
+template <int kHeadDim, int kRows, typename RowAt>
+__device__ __forceinline__ void load_staging(uint32_t staging, RowAt row_at, int valid) {
+  constexpr int kChunks = kHeadDim / 16;
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
+#pragma unroll
+  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
+    const int r = row + it * kRowsPerPass;
+    cp_async16(staging + (r * kChunks + chunk) * 16, row_at(min(r, valid - 1)) + chunk * 16, r < valid ? 16 : 0);
+  }
+}
+
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void widen_staging(const unsigned char* staging, unsigned char* tile) {
+  constexpr int kChunks = kHeadDim / 16;
+  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
+    const int row = i / kChunks, chunk = i % kChunks;
+    const uint4 w = *reinterpret_cast<const uint4*>(staging + i * 16);
+    float f[16];
+    unpack_e4m3x4(w.x, f), unpack_e4m3x4(w.y, f + 4), unpack_e4m3x4(w.z, f + 8), unpack_e4m3x4(w.w, f + 12);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      *reinterpret_cast<uint4*>(tile + tile_offset<kHeadDim>(row, 2 * chunk + h)) =
+          make_uint4(pack_bf16(f[8 * h], f[8 * h + 1]), pack_bf16(f[8 * h + 2], f[8 * h + 3]),
+                     pack_bf16(f[8 * h + 4], f[8 * h + 5]), pack_bf16(f[8 * h + 6], f[8 * h + 7]));
+  }
+}
+
 // Address of 16-byte chunk 2 * kk + (lane's half) in the row a lane hands to
 // ldmatrix. `lane_base` is the row's address with the lane's swizzled half
 // chunk, (half ^ row % 8) * 16, already in bits 4-6 (rows are 128-byte
@@ -97,10 +131,12 @@ __device__ __forceinline__ uint32_t chunk_address(uint32_t lane_base, int kk) {
   return (lane_base ^ ((kk & 3) << 5)) + (kk >> 2) * 128;
 }
 
-// kCausal: a query at position t sees keys [0, t]; else every key of its sequence.
-template <int kHeadDim, int kBlockN, int kBlockM, bool kCausal>
+// kCausal: a query at position t sees keys [0, t]; else every key of its
+// sequence. T: the cache's element, bf16 or fp8 (through staging tiles).
+template <int kHeadDim, int kBlockN, int kBlockM, bool kCausal, typename T>
 __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     attention_kernel(const AttentionParams p) {
+  constexpr bool kFp8 = sizeof(T) == 1;
   constexpr int kWarpRows = kBlockM / kWarps;  // query rows per warp
   constexpr int kMTiles = kWarpRows / 16;      // m16 tiles per warp, sharing each K/V fragment
   constexpr int kChunks = kHeadDim / 8;
@@ -111,6 +147,9 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
   const uint32_t sQ = shared_address(smem);
   const uint32_t sK = sQ + kBlockM * kRowBytes;
   const uint32_t sV = sK + kBlockN * kRowBytes;
+  // fp8: the tiles as loaded, before widen_staging.
+  const uint32_t sK8 = sV + kBlockN * kRowBytes, sV8 = sK8 + kBlockN * kHeadDim;
+  auto at = [&](uint32_t s) { return smem + (s - sQ); };
 
   const int head = blockIdx.x, kv_head = head / p.group;
   const int m0 = (gridDim.y - 1 - blockIdx.y) * kBlockM;  // latest query tiles first
@@ -134,8 +173,8 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
   const int row0 = warp * kWarpRows;
   const int warp_last_pos = kCausal ? q_pos0 + row0 + kWarpRows - 1 : kv_len;
 
-  const __nv_bfloat16* kg = p.k + row_base * p.kv_ld + kv_head * kHeadDim;
-  const __nv_bfloat16* vg = p.v + row_base * p.kv_ld + kv_head * kHeadDim;
+  const T* kg = static_cast<const T*>(p.k) + row_base * p.kv_ld + kv_head * kHeadDim;
+  const T* vg = static_cast<const T*>(p.v) + row_base * p.kv_ld + kv_head * kHeadDim;
   // Row r of the key (value) tile at position k0 + r.
   const int32_t* blocks = p.blocks;
   const int shift = p.block_shift, kv_ld = p.kv_ld, q_ld = p.q_ld;
@@ -143,7 +182,14 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
   auto value_rows = [=](int k0) { return [=](int r) { return vg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
   const __nv_bfloat16* qg = p.q + (row_base + m0) * p.q_ld + head * kHeadDim;
   load_tile<kHeadDim, kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
-  load_tile<kHeadDim, kBlockN>(sK, key_rows(0), kv_len);
+  // A K or V tile of the cache: straight into its tile, or (fp8) its staging tile.
+  auto load_kv = [&](uint32_t tile, uint32_t staging, auto rows, int valid) {
+    if constexpr (kFp8)
+      load_staging<kHeadDim, kBlockN>(staging, rows, valid);
+    else
+      load_tile<kHeadDim, kBlockN>(tile, rows, valid);
+  };
+  load_kv(sK, sK8, key_rows(0), kv_len);
   cp_async_commit();
 
   // ldmatrix row addresses of this lane. Every row it names is lane % 8 modulo
@@ -171,8 +217,10 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     const int k0 = j * kBlockN;
     cp_async_wait_committed();
     __syncthreads();  // K_j has landed; every warp is done reading V_{j-1}
-    load_tile<kHeadDim, kBlockN>(sV, value_rows(k0), kv_len - k0);
+    if constexpr (kFp8) widen_staging<kHeadDim, kBlockN>(at(sK8), at(sK));
+    load_kv(sV, sV8, value_rows(k0), kv_len - k0);
     cp_async_commit();
+    if constexpr (kFp8) __syncthreads();  // K_j widened
 
     // Tile 0 is active for every warp, so each row's max is finite from then on.
     const bool active = k0 <= warp_last_pos;
@@ -204,10 +252,12 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
     }
     cp_async_wait_committed();
     __syncthreads();  // V_j has landed; every warp is done reading K_j
+    if constexpr (kFp8) widen_staging<kHeadDim, kBlockN>(at(sV8), at(sV));
     if (j + 1 < n_tiles) {
-      load_tile<kHeadDim, kBlockN>(sK, key_rows(k0 + kBlockN), kv_len - k0 - kBlockN);
+      load_kv(sK, sK8, key_rows(k0 + kBlockN), kv_len - k0 - kBlockN);
       cp_async_commit();
     }
+    if constexpr (kFp8) __syncthreads();  // V_j widened
     if (!active) continue;
 
     if (j >= n_unmasked) {  // causal: the tile crosses the diagonal (key > query masked); else keys past the end
@@ -312,11 +362,11 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
 // queries); hd 64 takes 128 (half the O, so twice the keys for the same
 // registers).
 // p.n: the longest sequence's rows; `seqs` sequences (packed: p.seq_offsets).
-template <int kHeadDim, int kBlockM, bool kCausal>
+template <int kHeadDim, int kBlockM, bool kCausal, typename T>
 void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
   constexpr int kBlockN = kHeadDim == 128 ? 64 : 128;
-  constexpr int kSmem = (kBlockM + 2 * kBlockN) * kHeadDim * 2;
-  const auto kernel = attention_kernel<kHeadDim, kBlockN, kBlockM, kCausal>;
+  constexpr int kSmem = (kBlockM + 2 * kBlockN) * kHeadDim * 2 + (sizeof(T) == 1 ? 2 * kBlockN * kHeadDim : 0);
+  const auto kernel = attention_kernel<kHeadDim, kBlockN, kBlockM, kCausal, T>;
   FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   const int m_tiles = (p.n + kBlockM - 1) / kBlockM;
   check(m_tiles <= kMaxGridY && seqs <= kMaxGridY, "attention", "n ", p.n, " x ", seqs,
@@ -326,16 +376,16 @@ void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStrea
 }
 
 // 128-query tiles when they fill at least a wave of CTAs, else 64.
-template <int kHeadDim, bool kCausal>
+template <int kHeadDim, bool kCausal, typename T = __nv_bfloat16>
 void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
   int device = 0, sms = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t big_tiles = int64_t{n_heads} * seqs * ((p.n + 127) / 128);
   if (big_tiles <= int64_t{ctas_per_sm(128)} * sms)
-    launch_attention<kHeadDim, 64, kCausal>(p, n_heads, seqs, stream);
+    launch_attention<kHeadDim, 64, kCausal, T>(p, n_heads, seqs, stream);
   else
-    launch_attention<kHeadDim, 128, kCausal>(p, n_heads, seqs, stream);
+    launch_attention<kHeadDim, 128, kCausal, T>(p, n_heads, seqs, stream);
 }
 
 void check_aligned(const void* ptr, int64_t ld, const char* where) {
@@ -354,7 +404,8 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const 
   check_head_shape(shape, where);
   check(prefill_attention_supports(shape), where, "head_dim ", shape.head_dim, " is not supported (64 or 128)");
   check_cache(cache, where);
-  check(cache.type == ElementType::BF16, where, "needs a bf16 KV cache");
+  check(cache.type == ElementType::BF16 || cache.type == ElementType::F8E4M3, where,
+        "needs a bf16 or fp8 KV cache");
   check(n >= 1, where, "n ", n, " must be positive");
   check(pos >= 0 && (blocks || int64_t{pos} + n <= cache.rows()), where, "positions [", pos, ", ",
         int64_t{pos} + n, ") do not fit a cache of ", cache.rows(), " rows");
@@ -363,8 +414,8 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const 
         where, "q and out must be 16-byte aligned");
   AttentionParams p{};
   p.q = q;
-  p.k = static_cast<const __nv_bfloat16*>(cache.k);
-  p.v = static_cast<const __nv_bfloat16*>(cache.v);
+  p.k = cache.k;
+  p.v = cache.v;
   p.blocks = blocks;
   p.block_shift = __builtin_ctz(static_cast<unsigned>(cache.block_size));
   p.out = out;
@@ -374,10 +425,13 @@ void prefill_attention(const __nv_bfloat16* q, const KvCacheLayer& cache, const 
   p.q_ld = p.out_ld = shape.n_heads * shape.head_dim;
   p.kv_ld = shape.n_kv_heads * shape.head_dim;
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(shape.head_dim));
+  const bool fp8 = cache.type == ElementType::F8E4M3;
   if (shape.head_dim == 128)
-    launch_attention<128, true>(p, shape.n_heads, 1, stream);
+    fp8 ? launch_attention<128, true, __nv_fp8_e4m3>(p, shape.n_heads, 1, stream)
+        : launch_attention<128, true>(p, shape.n_heads, 1, stream);
   else
-    launch_attention<64, true>(p, shape.n_heads, 1, stream);
+    fp8 ? launch_attention<64, true, __nv_fp8_e4m3>(p, shape.n_heads, 1, stream)
+        : launch_attention<64, true>(p, shape.n_heads, 1, stream);
 }
 
 void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,

@@ -21,8 +21,8 @@ bool prefill_attention_supports(const HeadShape& shape);
 // Causal attention of n queries at positions pos + i over cache positions
 // [0, pos + i] of the sequence whose block table (device memory, entries for
 // positions [0, pos + n)) is `blocks`; null: position t is pool row t (one
-// sequence over the pool's blocks in order). The cache must already hold
-// [0, pos + n) and no position past it is read. q: [n, n_heads * head_dim] bf16
+// sequence over the pool's blocks in order). The cache (bf16, or fp8 widened
+// to bf16 on chip) must already hold [0, pos + n) and no position past it is read. q: [n, n_heads * head_dim] bf16
 // (RoPE applied, as from rope_store_kv_rows); out: [n, n_heads * head_dim]
 // bf16, the o-projection's input; both 16-byte aligned. Scale 1/sqrt(head_dim), fp32 softmax and
 // accumulation, the probabilities rounded to bf16 for the tensor-core product

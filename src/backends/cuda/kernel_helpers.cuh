@@ -3,6 +3,7 @@
 // copies: cp_async.cuh).
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -33,5 +34,24 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 // bf16 is the high half of an fp32: element 0 of a word is its low 16 bits.
 __device__ __forceinline__ float bf16_lo(unsigned u) { return __uint_as_float(u << 16); }
 __device__ __forceinline__ float bf16_hi(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
+
+// fp8 e4m3, the fp8 KV cache's element (device_matrix.h): round to nearest
+// even, saturated to ±448 (core/dtype.h's f32_to_e4m3 is the CPU's twin).
+__device__ __forceinline__ float round_e4m3(float x) {
+  const __nv_fp8_storage_t b = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, __NV_E4M3)));
+}
+// Four floats as e4m3 in a word, the first in the low byte.
+__device__ __forceinline__ uint32_t pack_e4m3x4(float a, float b, float c, float d) {
+  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
+  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(c, d), __NV_SATFINITE, __NV_E4M3);
+  return lo | hi << 16;
+}
+// The four e4m3 of a word (the low byte first) as floats (e4m3 -> fp16 is exact).
+__device__ __forceinline__ void unpack_e4m3x4(uint32_t w, float* f) {
+  const float2 lo = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(w & 0xffffu, __NV_E4M3)));
+  const float2 hi = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(w >> 16, __NV_E4M3)));
+  f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
+}
 
 }  // namespace fsvd::cuda

@@ -1,8 +1,8 @@
 #pragma once
 // Shapes shared by the attention and KV-store kernels: the head layout of one
-// layer, its paged KV cache (a pool of blocks, bf16 or fp32 for exact
-// checks), the rows a step writes into it and the step's new q, k, v. C++17
-// (included by .cu files).
+// layer, its paged KV cache (a pool of blocks: bf16; fp8 e4m3, half the bytes;
+// or fp32 for exact checks), the rows a step writes into it and the step's
+// new q, k, v. C++17 (included by .cu files).
 #include <cuda_bf16.h>  // the default element type, which readers of the cache cast to
 
 #include <cstdint>

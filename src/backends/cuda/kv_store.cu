@@ -44,17 +44,21 @@ __device__ __forceinline__ void load_floats(const float* p, float (&x)[kVec]) {
   }
 }
 
-// kVec values stored as T (bf16: rounded to nearest even), in one store.
+// kVec values stored as T (bf16, fp8: rounded to nearest even), in one store.
 template <typename T, int kVec>
 __device__ __forceinline__ void store_as(T* p, const float (&x)[kVec]) {
   if constexpr (kVec == 4 && sizeof(T) == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(x[0], x[1], x[2], x[3]);
-  } else if constexpr (kVec == 4) {
+  } else if constexpr (kVec == 4 && sizeof(T) == 2) {
     *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16(x[0], x[1]), pack_bf16(x[2], x[3]));
+  } else if constexpr (kVec == 4) {
+    *reinterpret_cast<uint32_t*>(p) = pack_e4m3x4(x[0], x[1], x[2], x[3]);
   } else if constexpr (sizeof(T) == 4) {
     *p = x[0];
-  } else {
+  } else if constexpr (sizeof(T) == 2) {
     *p = __float2bfloat16_rn(x[0]);
+  } else {
+    *p = __nv_fp8_e4m3(x[0]);  // satfinite, nearest even
   }
 }
 
@@ -178,10 +182,11 @@ void rope_store_kv_rows(const QkvRows& qkv, const float* inv_freq, const PagedRo
   const int64_t work = int64_t{n} * (shape.head_dim / 2) / (vec4 ? 4 : 1);
   const dim3 grid(static_cast<unsigned>((work + kRopeThreads - 1) / kRopeThreads),
                   static_cast<unsigned>((qkv.q ? shape.n_heads : 0) + shape.n_kv_heads));
-  if (cache.type == ElementType::F32)
-    launch_rope_store<float>(p, vec4, grid, stream);
-  else
-    launch_rope_store<__nv_bfloat16>(p, vec4, grid, stream);
+  switch (cache.type) {
+    case ElementType::F32: return launch_rope_store<float>(p, vec4, grid, stream);
+    case ElementType::F8E4M3: return launch_rope_store<__nv_fp8_e4m3>(p, vec4, grid, stream);
+    case ElementType::BF16: return launch_rope_store<__nv_bfloat16>(p, vec4, grid, stream);
+  }
 }
 
 void store_row_bf16(const float* x, int64_t cols, const int* d_pos, int max_rows, __nv_bfloat16* rows, int64_t ld,

@@ -16,7 +16,7 @@ namespace fsvd::cuda {
 // [n, n_heads * head_dim], k and v [n, n_kv_heads * head_dim], fp32 with row
 // strides in elements (they may be column slices of one packed GEMM output);
 // not modified. RoPE as in decode_attention (HF rotate_half, angle
-// float(pos) * inv_freq[j] in fp32, round to nearest even for a bf16 cache),
+// float(pos) * inv_freq[j] in fp32, round to nearest even for a bf16 or fp8 cache),
 // so the slots come out bit-identical to decode steps: k RoPE'd and v as it
 // is go to the row's slot; a padding row (pos < 0), and a position past
 // table_reach(rows, cache), writes none. The rotated q goes to q_out:

@@ -180,9 +180,11 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   float *q_out = qkv_.data(), *k_out = q_out + n * q_dim, *v_out = k_out + n * kv_dim;
   // A low-rank v without bias goes from its GEMM straight into the cache rows
   // as bf16 (the rounding rope_store_kv_rows would apply): no fp32 round trip.
-  // Only where rows [pos, pos + n) are contiguous in the pool (no block table).
+  // Only where rows [pos, pos + n) are contiguous in the pool (no block table)
+  // of a bf16 cache.
   const DevicePacked::Part& v_part = l.qkv.parts[2];
-  const bool v_to_cache = v_part.second.data && !v_part.bias && !blocks && !decode;
+  const bool v_to_cache =
+      v_part.second.data && !v_part.bias && !blocks && !decode && cache.type == ElementType::BF16;
   Rows q, k, v{nullptr, 0};
   if (l.qkv.stacked_second.data) {
     // q, k (and v) second factors in one batched GEMM: stacked, they share a
@@ -198,7 +200,6 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     if (!v_to_cache) v = part_rows(v_part, n, v_out);
   }
   if (v_to_cache) {
-    check(cache.type == ElementType::BF16, kWhere, "needs a bf16 KV cache");
     gemm_.run(padded_k(v_part.second), staged_b_.data() + v_part.offset, ld, n,
               static_cast<__nv_bfloat16*>(cache.v) + pos * kv_dim, kv_dim, ElementType::BF16);
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "testing/random_model.h"
 
@@ -76,7 +77,8 @@ void ref_rope(Vec& x, int heads, int hd, int pos, const std::vector<float>& inv)
 }
 
 // Logits [n][vocab] of every position, each from the full prefix.
-std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& tokens) {
+// fp8: keys (after RoPE) and values rounded to fp8 e4m3 as an fp8 cache holds them.
+std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& tokens, bool fp8 = false) {
   const ModelConfig& c = m.config;
   const int n = int(tokens.size()), hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   const std::vector<float> inv = ref_inv_freq(c);
@@ -93,6 +95,9 @@ std::vector<Vec> reference_logits(const Model& m, const std::vector<int32_t>& to
       v[t] = ref_linear(l.v, xn);
       ref_rope(q[t], c.n_heads, hd, t, inv);
       ref_rope(k[t], c.n_kv_heads, hd, t, inv);
+      if (fp8)
+        for (Vec* kv : {&k[t], &v[t]})
+          for (double& x : *kv) x = e4m3_to_f32(f32_to_e4m3(static_cast<float>(x)));
     }
     for (int t = 0; t < n; ++t) {
       Vec att(c.n_heads * hd, 0.0);
@@ -215,6 +220,22 @@ TEST_P(CpuExecutorTest, PrefillMatchesNaiveReference) {
   ex2.forward(tokens, 0, false, last);
   ASSERT_EQ(last.size(), size_t(vocab));
   EXPECT_LT(rel_error(last.data(), want.back()), kTol);
+}
+
+// An fp8 cache: the reference with its keys and values rounded as stored
+// (fp32 against double can round a value at a midpoint apart: rare enough at
+// these sizes), and measurably off the fp32 cache's logits.
+TEST_P(CpuExecutorTest, Fp8CacheMatchesTheReferenceOverRoundedKeysAndValues) {
+  const std::vector<int32_t> tokens = random_tokens(19, model_.config.vocab, 100);
+  const std::vector<Vec> want = reference_logits(model_, tokens, true), exact = reference_logits(model_, tokens);
+  CpuExecutor ex(model_, KvPages::holding(24), 24, 1, true);
+  std::vector<float> logits;
+  ex.forward(tokens, 0, true, logits);
+  const int vocab = model_.config.vocab;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    EXPECT_LT(rel_error(logits.data() + t * vocab, want[t]), kTol) << "position " << t;
+    EXPECT_GT(rel_error(logits.data() + t * vocab, exact[t]), 10 * kTol) << "position " << t;
+  }
 }
 
 TEST_P(CpuExecutorTest, DecodeTokenByTokenMatchesPrefill) {

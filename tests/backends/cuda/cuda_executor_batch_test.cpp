@@ -62,14 +62,15 @@ class CudaExecutorBatch : public ::testing::TestWithParam<std::string> {
   }
 };
 
-// fp32 weights and cache: each row's logits within 1e-4 of the CPU's step on
-// the same slices (the bound of the one-sequence fp32 test).
-TEST_P(CudaExecutorBatch, Fp32StepsMatchTheCpuStep) {
-  const Model model = test_model(GetParam());
+// fp32 weights: each row's logits within `tolerance` of the CPU's step on
+// the same slices, both caches fp32 or both fp8 (kv_fp8).
+void expect_steps_match_the_cpu(const std::string& name, bool kv_fp8, double tolerance) {
+  const Model model = test_model(name);
   const int vocab = model.config.vocab, ctx = 64;
   const KvPages pages{16, 40};
-  CpuExecutor cpu(model, pages, ctx, 0);
+  CpuExecutor cpu(model, pages, ctx, 0, kv_fp8);
   CudaOptions options{ElementType::F32, GraphMode::model};
+  options.kv_fp8 = kv_fp8;
   options.max_batch = 4;  // six sequences: two decode steps a wave
   CudaExecutor gpu(model, pages, ctx, options);
 
@@ -101,11 +102,19 @@ TEST_P(CudaExecutorBatch, Fp32StepsMatchTheCpuStep) {
     gpu.step(batch, got);
     ASSERT_EQ(got.size(), want.size()) << "step " << k;
     for (size_t r = 0; r < want.size() / vocab; ++r)
-      EXPECT_LT(relative_error(got.data() + r * vocab, want.data() + r * vocab, vocab), 1e-4)
+      EXPECT_LT(relative_error(got.data() + r * vocab, want.data() + r * vocab, vocab), tolerance)
           << "step " << k << " output row " << r;
     for (auto [s, rows] : steps[k]) done[s] += rows;
   }
 }
+
+// The bound of the one-sequence fp32 test.
+TEST_P(CudaExecutorBatch, Fp32StepsMatchTheCpuStep) { expect_steps_match_the_cpu(GetParam(), false, 1e-4); }
+
+// An fp8 cache on both sides holds the same values (both round to nearest
+// even) but where a k or v computed in another summation order sits within
+// fp32 error of a rounding midpoint: one fp8 step (1/8 of that value) apart.
+TEST_P(CudaExecutorBatch, Fp8CacheStepsMatchTheCpusFp8Cache) { expect_steps_match_the_cpu(GetParam(), true, 5e-3); }
 
 // Requests of mixed lengths, more than one decode step takes; sampled ones
 // (every other) only when `sampled`.
@@ -168,15 +177,36 @@ TEST_P(CudaExecutorBatch, Fp32EngineRequestsGetWhatTheyGetAlone) {
   EXPECT_GT(preemptions, 0) << "the small cache should have forced preemptions";
 }
 
+// An fp8 cache with fp32 weights: batched and preempted requests give the
+// tokens they get alone, as with an fp32 cache.
+TEST_P(CudaExecutorBatch, Fp8CacheEngineRequestsGetWhatTheyGetAlone) {
+  const Model model = test_model(GetParam());
+  const std::vector<Request> requests = engine_requests(true);
+  CudaOptions options{ElementType::F32, GraphMode::model};
+  options.kv_fp8 = true;
+  const std::vector<RequestResult> alone = run_alone(model, requests, options);
+  options.max_batch = 4;
+  CudaExecutor gpu(model, KvPages{16, 12}, 96, options);
+  const std::vector<RequestResult> got = run_engine(gpu, requests);
+  int preemptions = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
+    preemptions += got[i].preemptions;
+  }
+  EXPECT_GT(preemptions, 0) << "the small cache should have forced preemptions";
+}
+
 // bf16: steps of several rows run as GEMMs on bf16 activations, the batch-1
 // path as GEMVs on fp32 ones, so greedy tokens agree until a near-tie: where
 // they first part, the two tokens' fp32 logits (the CPU on the common prefix)
 // are within bf16 error of each other (5% of the logits' RMS).
-TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
-  const Model model = test_model(GetParam());
+// With an fp8 cache (kv_fp8) the fp32 logits are the CPU's over an fp8 cache.
+void expect_bf16_requests_agree_with_alone(const std::string& name, bool kv_fp8) {
+  const Model model = test_model(name);
   const std::vector<Request> requests = engine_requests(false);
-  const std::vector<RequestResult> alone = run_alone(model, requests, CudaOptions{});
   CudaOptions options;
+  options.kv_fp8 = kv_fp8;
+  const std::vector<RequestResult> alone = run_alone(model, requests, options);
   options.max_batch = 4;
   CudaExecutor gpu(model, KvPages{16, 24}, 96, options);
   const std::vector<RequestResult> got = run_engine(gpu, requests);
@@ -192,7 +222,8 @@ TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
     ASSERT_TRUE(j < a.size() && j < b.size()) << "request " << i << " stopped early at token " << j;
     std::vector<int32_t> prefix = requests[i].prompt;
     prefix.insert(prefix.end(), b.begin(), b.begin() + static_cast<int64_t>(j));
-    CpuExecutor cpu(model, static_cast<int>(prefix.size()), 0);
+    const int n = static_cast<int>(prefix.size());
+    CpuExecutor cpu(model, KvPages::holding(n), n, 0, kv_fp8);
     std::vector<float> logits;
     cpu.forward(prefix, 0, false, logits);
     double ss = 0;
@@ -202,6 +233,14 @@ TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
         << "request " << i << " parts at token " << j << ": " << a[j] << " against " << b[j];
   }
   std::fprintf(stderr, "%d of %zu requests identical to the end\n", identical, requests.size());
+}
+
+TEST_P(CudaExecutorBatch, Bf16EngineRequestsAgreeWithAloneUpToNearTies) {
+  expect_bf16_requests_agree_with_alone(GetParam(), false);
+}
+
+TEST_P(CudaExecutorBatch, Bf16Fp8CacheEngineRequestsAgreeWithAloneUpToNearTies) {
+  expect_bf16_requests_agree_with_alone(GetParam(), true);
 }
 
 // Batch-invariant bf16: each decode row's logits are bitwise the logits of
@@ -299,6 +338,8 @@ TEST(CudaExecutorBatchErrors, RefusesMalformedStepsAndLowRankKv) {
   CudaOptions lowrank;
   lowrank.kv = KvMode::lowrank;
   EXPECT_THROW(CudaExecutor(model, KvPages{16, 8}, 64, lowrank), Error);
+  lowrank.kv_fp8 = true;  // an fp8 cache is a dense one
+  EXPECT_THROW(CudaExecutor(model, 64, lowrank), Error);
   CudaOptions wide;
   wide.max_batch = kMaxDecodeRows + 1;
   EXPECT_THROW(CudaExecutor(model, KvPages{16, 8}, 64, wide), Error);

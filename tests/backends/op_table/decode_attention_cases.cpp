@@ -2,7 +2,7 @@
 // paged pool: RoPE, the token's k and v stored at its slot, split-KV
 // attention over the row's own pages. Batch 1 over blocks of 16 in order
 // (the executor's layout) for GQA ratios 1 to 16, head sizes 64 and 128,
-// bf16 and fp32 caches and lengths from one position to many KV slices
+// bf16, fp8 and fp32 caches and lengths from one position to many KV slices
 // (every length up to 300 for one shape); one sequence over shuffled blocks;
 // batches of 2 to 33 sequences at lengths from 1 to 1100 with padding rows,
 // over block tables of blocks of 16, 64 and 256, for GQA ratios 1 to 8 and
@@ -64,15 +64,18 @@ class DecodeAttention final : public OpCase {
     // output averages value rows, ~sqrt(len) smaller than they are, so a lost
     // or doubled position shows far above either bound. Held per row too: a
     // padding row must be zeros, and one row's error must not hide in a batch.
-    Tolerance tol = type_ == ElementType::F32 ? relative_l2(1e-5, "fp32 softmax and sums in other orders")
-                                              : relative_l2(1e-3, "the serving path's bound over a bf16 cache");
+    // fp8: the inputs are the cache's values on both sides; the token's own
+    // k may round one fp8 step apart (rope_tolerance), moving its one score.
+    Tolerance tol = type_ == ElementType::F32    ? relative_l2(1e-5, "fp32 softmax and sums in other orders")
+                    : type_ == ElementType::BF16 ? relative_l2(1e-3, "the serving path's bound over a bf16 cache")
+                                                 : relative_l2(2e-3, "the token's k an fp8 step apart at most");
     if (out_type_ == ElementType::BF16)  // values near a rounding boundary land one bf16 ulp apart
       tol = relative_l2(4e-3, "the serving path's bound, output rows rounded to bf16");
     tol.row = q_dim_;
     tol.row_rel = tol.rel;
     return {{"out", as_stored(out, out_type_), tol},
             {"k pool", kc, rope_tolerance(type_)},
-            {"v pool", vc, exact("v stored as it came, rounded for bf16; no other row written")}};
+            {"v pool", vc, exact("v stored as it came, rounded for bf16 and fp8; no other row written")}};
   }
 
   std::unique_ptr<DeviceOp> upload(Device&) const override {
@@ -134,7 +137,7 @@ class DecodeAttention final : public OpCase {
     return p + (shuffled ? " shuffled" : "") + (pdl ? " pdl" : "") + (out_type == ElementType::BF16 ? " out bf16" : "") +
            (model.empty() ? "" : " " + model);
   }
-  float stored(float x) const { return type_ == ElementType::BF16 ? round_bf16(x) : x; }
+  float stored(float x) const { return as_stored(x, type_); }
   // The pool as the step finds it: each sequence's rows before its token.
   std::vector<float> pool(uint64_t seed) const {
     std::vector<int> filled(pos_.size());
@@ -171,7 +174,7 @@ void add_decode_attention_cases(Table& t) {
   // Batch 1 in order: GQA ratios 1, 3, 4, 8 and 16 (two CTAs per kv head),
   // both head sizes the executor has always run; PDL on for odd lengths.
   const HeadShape shapes[] = {{8, 8, 64}, {9, 3, 128}, {32, 8, 128}, {32, 4, 64}, {16, 1, 128}};
-  for (ElementType type : {ElementType::BF16, ElementType::F32})
+  for (ElementType type : {ElementType::BF16, ElementType::F32, ElementType::F8E4M3})
     for (const HeadShape& s : shapes)
       for (int len : {4097, 1000, 257, 256, 255, 37, 2, 1}) add(type, s, 4097, {len}, kBs, false, len % 2 == 1);
   // Every slice boundary of one plan (bf16 and fp32 caches share the partition).
@@ -185,7 +188,7 @@ void add_decode_attention_cases(Table& t) {
   const int lens[] = {300, 0,  1,   1100, 64, 33, 700, 17, 0,   257, 2,    513, 65, 900, 48, 129, 0,
                       1000, 5, 96,  31,   32, 600, 200, 7, 0,   450, 16,  1024, 15, 3,   80, 150};
   constexpr int kLens = sizeof(lens) / sizeof(lens[0]);
-  for (ElementType type : {ElementType::BF16, ElementType::F32}) {
+  for (ElementType type : {ElementType::BF16, ElementType::F32, ElementType::F8E4M3}) {
     for (const HeadShape& s : batch_shapes) {
       add(type, s, 1100, {1000}, 64, true, false);  // one sequence over shuffled blocks
       for (int batch : {2, 5, 8, 33}) {
@@ -202,6 +205,7 @@ void add_decode_attention_cases(Table& t) {
   for (int len : {512, 4096}) add(ElementType::BF16, llama7b, 4096, {len}, kBs, false, true, "llama-7b");
   for (int len : {1024, 8192}) add(ElementType::BF16, llama3, 8192, {len}, kBs, false, true, "llama-3-8b");
   add(ElementType::BF16, llama7b, 4096, std::vector<int>(8, 512), kBs, true, true, "llama-7b");
+  add(ElementType::F8E4M3, llama7b, 4096, std::vector<int>(8, 512), kBs, true, true, "llama-7b");
 
   // bf16 output rows (the GEMM path's decode steps): batches with padding
   // rows, a row past max_ctx's NaN check aside, GQA and MHA.

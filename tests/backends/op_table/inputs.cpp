@@ -29,12 +29,21 @@ std::vector<float> random_values(size_t n, uint64_t seed, float stddev) {
 }
 
 std::vector<float> as_stored(std::vector<float> values, ElementType type) {
-  if (type == ElementType::BF16)
-    for (float& v : values) v = round_bf16(v);
+  for (float& v : values) v = as_stored(v, type);
   return values;
 }
 
 float round_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
+float round_e4m3(float v) { return e4m3_to_f32(f32_to_e4m3(v)); }
+
+float as_stored(float v, ElementType type) {
+  switch (type) {
+    case ElementType::BF16: return round_bf16(v);
+    case ElementType::F8E4M3: return round_e4m3(v);
+    case ElementType::F32: break;
+  }
+  return v;
+}
 
 std::vector<float> with_stride(std::span<const float> values, int64_t rows, int64_t cols, int64_t ld) {
   std::vector<float> out(rows * ld, std::numeric_limits<float>::quiet_NaN());
@@ -84,17 +93,23 @@ std::vector<float> rope_frequencies(int head_dim, bool llama3) {
 }
 
 Tolerance rope_tolerance(ElementType type) {
+  if (type == ElementType::F8E4M3)
+    return elementwise(kE4m3Step, kE4m3Subnormal, "device sin/cos within 2 ulps of the CPU's, then one fp8 step");
   return type == ElementType::F32 ? elementwise(0x1p-20, 0x1p-19, "device sin/cos within 2 ulps of the CPU's")
                                   : elementwise(kBf16Step, 0x1p-19,
                                                 "device sin/cos within 2 ulps of the CPU's, then one bf16 step");
 }
 
 Tolerance stored_tolerance(ElementType type, double rel, std::string why) {
+  if (type == ElementType::F8E4M3)
+    return elementwise(kE4m3Step, kE4m3Subnormal, "both round nearly equal fp32 values to fp8");
   return type == ElementType::F32 ? elementwise(rel, 0, std::move(why))
                                   : elementwise(kBf16Step, 0, "both round nearly equal fp32 values to bf16");
 }
 
-std::string type_name(ElementType t) { return t == ElementType::F32 ? "f32" : "bf16"; }
+std::string type_name(ElementType t) {
+  return t == ElementType::F32 ? "f32" : t == ElementType::F8E4M3 ? "f8" : "bf16";
+}
 
 std::string describe(const cuda::HeadShape& s) {
   return "heads=" + std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
@@ -121,6 +136,12 @@ DeviceArray::DeviceArray(std::span<const float> values, ElementType type)
     FSVD_CUDA_CHECK(cudaMemcpy(bytes_.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice));
     return;
   }
+  if (type == ElementType::F8E4M3) {
+    std::vector<uint8_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i) bits[i] = f32_to_e4m3(values[i]);
+    FSVD_CUDA_CHECK(cudaMemcpy(bytes_.data(), bits.data(), bits.size(), cudaMemcpyHostToDevice));
+    return;
+  }
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) bits[i] = f32_to_bf16(values[i]);
   FSVD_CUDA_CHECK(cudaMemcpy(bytes_.data(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
@@ -135,6 +156,13 @@ std::vector<float> DeviceArray::download(size_t first, size_t count) const {
   count = std::min(count, size - std::min(first, size));
   const auto* p = static_cast<const uint8_t*>(bytes_.data()) + first * element_bytes(type_);
   if (type_ == ElementType::BF16) return download_bf16(p, count);
+  if (type_ == ElementType::F8E4M3) {
+    std::vector<uint8_t> bits(count);
+    if (count > 0) FSVD_CUDA_CHECK(cudaMemcpy(bits.data(), p, count, cudaMemcpyDeviceToHost));
+    std::vector<float> out(count);
+    for (size_t i = 0; i < count; ++i) out[i] = e4m3_to_f32(bits[i]);
+    return out;
+  }
   std::vector<float> out(count);
   if (count > 0) FSVD_CUDA_CHECK(cudaMemcpy(out.data(), p, count * 4, cudaMemcpyDeviceToHost));
   return out;

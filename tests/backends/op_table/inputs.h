@@ -25,6 +25,8 @@ std::vector<float> random_values(size_t n, uint64_t seed, float stddev = 1.0f);
 // The values a buffer of `type` holds: rounded to bf16 (nearest even), or as they are.
 std::vector<float> as_stored(std::vector<float> values, ElementType type);
 float round_bf16(float v);
+float round_e4m3(float v);
+float as_stored(float v, ElementType type);
 
 // [rows, cols] values laid out with row stride ld, the padding NaN (a kernel
 // that reads it shows).
@@ -53,7 +55,7 @@ std::vector<float> rope_frequencies(int head_dim, bool llama3);
 // How RoPE'd values of `type` may differ from cpu::rope's: device sin and cos
 // are within 2 ulps of the library's, which moves a rotated value of inputs
 // |x| < 2 by up to ~2^-20 (more than its own ulp where the pair cancels);
-// bf16 then rounds the two results at most one step apart.
+// bf16 (fp8) then rounds the two results at most one step apart.
 Tolerance rope_tolerance(ElementType type);
 
 // An elementwise result within `rel` of the CPU's in fp32, stored as `type`:
@@ -63,6 +65,8 @@ Tolerance stored_tolerance(ElementType type, double rel, std::string why);
 // One bf16 step of the value (2^-7 relative at most): two roundings of fp32
 // values a few ulps apart can land one step apart.
 constexpr double kBf16Step = 1.0 / 128;
+// One fp8 e4m3 step: 2^-3 of the value, 2^-9 among subnormals.
+constexpr double kE4m3Step = 1.0 / 8, kE4m3Subnormal = 1.0 / 512;
 
 // Sequences over one pool of KV blocks, as a batching engine lays them out:
 // sequence s owns ceil(lens[s] / block_size) blocks for its positions

@@ -226,7 +226,7 @@ void add_kv_store_cases(Table& t) {
         add(s, kBf16, chunk(c.pos, c.n), "pos=" + to_string(c.pos) + " n=" + to_string(c.n), kBs, false, c.pad,
             true, with_v);
     add(s, kBf16, chunk(37, 63), "pos=37 n=63", kBs, false, 3, false, true);
-    for (ElementType type : {kBf16, ElementType::F32}) {
+    for (ElementType type : {kBf16, ElementType::F32, ElementType::F8E4M3}) {
       for (int block_size : {16, 64, 256}) {
         add(s, type, chunk(37, 63), "pos=37 n=63", block_size, true, 4, true, true);
         add(s, type, mixed, "mixed", block_size, true, block_size == 64 ? 3 : 4, true, true);

@@ -1,10 +1,10 @@
 // Cases of prefill_attention: causal attention of a prompt chunk over the
-// bf16 cache, for GQA groups 1 to 8, both head sizes, odd lengths, chunks
+// bf16 cache (fp8 for some), for GQA groups 1 to 8, both head sizes, odd lengths, chunks
 // starting at 0 and past it, and enough queries for 128-query tiles; the
 // cache dense (the pool's blocks in order) or paged (the sequence's blocks
 // shuffled over a pool, blocks of 16 and 64). Pool rows that hold no
 // position of the chunk's sequence are NaN: never read. The reference:
-// cpu::attention on the same bf16 values.
+// cpu::attention on the same bf16 (fp8) values.
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -31,22 +31,24 @@ constexpr ElementType kBf16 = ElementType::BF16;
 // last block, NaN).
 class PrefillAttention final : public OpCase {
  public:
-  // block_size 0: dense; else the sequence's positions in shuffled blocks of that size.
-  PrefillAttention(HeadShape s, int pos, int n, std::string model, int block_size = 0)
+  // block_size 0: dense; else the sequence's positions in shuffled blocks of
+  // that size. cache: the cache's element, bf16 or fp8.
+  PrefillAttention(HeadShape s, int pos, int n, std::string model, int block_size = 0, ElementType cache = kBf16)
       : OpCase("prefill_attention",
-               describe(s) + " pos=" + std::to_string(pos) + " n=" + std::to_string(n) +
-                   (block_size ? " paged/" + std::to_string(block_size) : "") + (model.empty() ? "" : " " + model),
+               describe(s) + (cache == kBf16 ? "" : " " + type_name(cache)) + " pos=" + std::to_string(pos) +
+                   " n=" + std::to_string(n) + (block_size ? " paged/" + std::to_string(block_size) : "") +
+                   (model.empty() ? "" : " " + model),
                !model.empty()),
-        s_(s), pos_(pos), n_(n), q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
+        cache_type_(cache), s_(s), pos_(pos), n_(n), q_dim_(int64_t{s.n_heads} * s.head_dim), kv_dim_(int64_t{s.n_kv_heads} * s.head_dim),
         blocks_((pos + n + 9 + cuda::kDefaultBlockSize - 1) / cuda::kDefaultBlockSize), block_size_(block_size) {}
 
   std::vector<Expected> reference() const override {
-    const std::vector<float> q = as_stored(queries(), kBf16), k = as_stored(cache(112), kBf16),
-                             v = as_stored(cache(113), kBf16);
+    const std::vector<float> q = as_stored(queries(), kBf16), k = as_stored(cache(112), cache_type_),
+                             v = as_stored(cache(113), cache_type_);
     std::vector<float> out(n_ * q_dim_);
     cpu::attention(q.data(), q_dim_, {k.data(), v.data(), kv_dim_}, n_, pos_, {s_.n_heads, s_.n_kv_heads, s_.head_dim},
                    out.data());
-    // The kernel sees the twin's bf16 values; it rounds the probabilities to
+    // The kernel sees the twin's bf16 (fp8, widened exactly) values; it rounds the probabilities to
     // bf16 for the P·V product and the output to bf16, each at most 2^-9
     // relative (RMS 2^-9/sqrt(3) ~ 1.1e-3), ~1.6e-3 together: the bound is
     // twice that. A row is held to 1e-2: a key lost or added at the diagonal
@@ -64,11 +66,12 @@ class PrefillAttention final : public OpCase {
     };
     if (block_size_ == 0)
       return device_op(
-          State{DeviceArray(queries(), kBf16), DeviceArray(cache(112), kBf16), DeviceArray(cache(113), kBf16),
-                DeviceArray(n_ * q_dim_, kBf16), {}},
+          State{DeviceArray(queries(), kBf16), DeviceArray(cache(112), cache_type_),
+                DeviceArray(cache(113), cache_type_), DeviceArray(n_ * q_dim_, kBf16), {}},
           [s = s_, pos = pos_, n = n_, blocks = blocks_](State& st, cudaStream_t stream) {
-            cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), cuda::kDefaultBlockSize, blocks, kBf16},
-                                    nullptr, pos, n, s, st.out.bf16(), stream);
+            cuda::prefill_attention(st.q.bf16(),
+                                    {st.k.data(), st.v.data(), cuda::kDefaultBlockSize, blocks, st.k.type()}, nullptr,
+                                    pos, n, s, st.out.bf16(), stream);
           },
           [](State& st, cudaStream_t) { return Outputs{st.out.download()}; });
     const int len = pos_ + n_;
@@ -82,11 +85,11 @@ class PrefillAttention final : public OpCase {
       return rows;
     };
     return device_op(
-        State{DeviceArray(queries(), kBf16), DeviceArray(pool(112), kBf16), DeviceArray(pool(113), kBf16),
+        State{DeviceArray(queries(), kBf16), DeviceArray(pool(112), cache_type_), DeviceArray(pool(113), cache_type_),
               DeviceArray(n_ * q_dim_, kBf16), to_device(std::span<const int32_t>(layout.tables))},
         [s = s_, pos = pos_, n = n_, bs = block_size_, nb = layout.num_blocks](State& st, cudaStream_t stream) {
-          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), bs, nb, kBf16}, st.table.data(), pos, n, s,
-                                  st.out.bf16(), stream);
+          cuda::prefill_attention(st.q.bf16(), {st.k.data(), st.v.data(), bs, nb, st.k.type()}, st.table.data(), pos,
+                                  n, s, st.out.bf16(), stream);
         },
         [](State& st, cudaStream_t) { return Outputs{st.out.download()}; });
   }
@@ -104,6 +107,7 @@ class PrefillAttention final : public OpCase {
     c.resize(int64_t{blocks_} * cuda::kDefaultBlockSize * kv_dim_, kNaN);
     return c;
   }
+  ElementType cache_type_;
   HeadShape s_;
   int pos_, n_;
   int64_t q_dim_, kv_dim_;
@@ -139,6 +143,14 @@ void add_prefill_attention_cases(Table& t) {
       for (auto [pos, n] : {std::pair{0, 130}, std::pair{100, 57}, std::pair{333, 300}})
         t.push_back(std::make_unique<PrefillAttention>(s, pos, n, "", block));
   t.push_back(std::make_unique<PrefillAttention>(llama7b, 2048, 2048, "llama-7b second chunk", 16));
+  // An fp8 cache: both head sizes (64- and 128-query tiles), dense and paged, tails of partial tiles.
+  for (const HeadShape& s : {HeadShape{8, 2, 128}, HeadShape{12, 3, 64}, HeadShape{32, 32, 128}})
+    for (int block : {0, 16})
+      for (auto [pos, n] : {std::pair{0, 1}, std::pair{0, 130}, std::pair{100, 57}, std::pair{333, 300}})
+        t.push_back(std::make_unique<PrefillAttention>(s, pos, n, "", block, ElementType::F8E4M3));
+  t.push_back(std::make_unique<PrefillAttention>(HeadShape{32, 8, 128}, 0, 1300, "", 0, ElementType::F8E4M3));
+  t.push_back(
+      std::make_unique<PrefillAttention>(llama7b, 2048, 2048, "llama-7b second chunk", 16, ElementType::F8E4M3));
 }
 
 }  // namespace fsvd::optable
