@@ -52,6 +52,21 @@ TEST_F(CompressPplCli, PplPrintsALineOrJson) {
   EXPECT_NEAR(std::exp(j["nll"].get<double>()), ppl, 1e-9 * ppl);
 }
 
+// --kv-dtype fp8 reaches the backend: the perplexity moves, a little.
+TEST_F(CompressPplCli, PplWithAnFp8KvCache) {
+  const std::string base =
+      "ppl -m " + model_ + " --tokenizer " + tok_ + " --text " + text_ + " --ctx 256 --max-windows 4 --device cpu --json";
+  const testing::CliResult fp32 = run_cli(base), fp8 = run_cli(base + " --kv-dtype fp8");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.err;
+  const double nll = nlohmann::json::parse(fp32.out)["nll"], nll8 = nlohmann::json::parse(fp8.out)["nll"];
+  EXPECT_NE(nll8, nll);
+  EXPECT_NEAR(nll8, nll, 0.05 * nll);
+  const testing::CliResult bad = run_cli(base + " --kv-dtype fp16");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--kv-dtype"), std::string::npos) << bad.err;
+}
+
 // The CPU runtime with its KV cache decodes exactly what the cache-free
 // fp32 reference decodes.
 TEST_F(CompressPplCli, FidelityOfTheCpuRuntimeIsExact) {

@@ -158,12 +158,14 @@ std::vector<RequestResult> run_alone(const Model& model, const std::vector<Reque
 }
 
 // fp32 weights: greedy and seeded requests sharing steps and a cache too
-// small for all (preemptions) give exactly the tokens each gets alone.
+// small for all (preemptions) give exactly the tokens each gets alone, with
+// an fp32 cache or an fp8 one (kv_fp8).
 // (The GPU draws by seed and position, so a recomputed or batched request draws alike.)
-TEST_P(CudaExecutorBatch, Fp32EngineRequestsGetWhatTheyGetAlone) {
-  const Model model = test_model(GetParam());
+void expect_fp32_requests_get_what_they_get_alone(const std::string& name, bool kv_fp8) {
+  const Model model = test_model(name);
   const std::vector<Request> requests = engine_requests(true);
   CudaOptions options{ElementType::F32, GraphMode::model};
+  options.kv_fp8 = kv_fp8;
   const std::vector<RequestResult> alone = run_alone(model, requests, options);
   options.max_batch = 4;
   CudaExecutor gpu(model, KvPages{16, 12}, 96, options);  // 192 positions for ~340: preemptions
@@ -177,23 +179,12 @@ TEST_P(CudaExecutorBatch, Fp32EngineRequestsGetWhatTheyGetAlone) {
   EXPECT_GT(preemptions, 0) << "the small cache should have forced preemptions";
 }
 
-// An fp8 cache with fp32 weights: batched and preempted requests give the
-// tokens they get alone, as with an fp32 cache.
+TEST_P(CudaExecutorBatch, Fp32EngineRequestsGetWhatTheyGetAlone) {
+  expect_fp32_requests_get_what_they_get_alone(GetParam(), false);
+}
+
 TEST_P(CudaExecutorBatch, Fp8CacheEngineRequestsGetWhatTheyGetAlone) {
-  const Model model = test_model(GetParam());
-  const std::vector<Request> requests = engine_requests(true);
-  CudaOptions options{ElementType::F32, GraphMode::model};
-  options.kv_fp8 = true;
-  const std::vector<RequestResult> alone = run_alone(model, requests, options);
-  options.max_batch = 4;
-  CudaExecutor gpu(model, KvPages{16, 12}, 96, options);
-  const std::vector<RequestResult> got = run_engine(gpu, requests);
-  int preemptions = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(got[i].tokens, alone[i].tokens) << "request " << i;
-    preemptions += got[i].preemptions;
-  }
-  EXPECT_GT(preemptions, 0) << "the small cache should have forced preemptions";
+  expect_fp32_requests_get_what_they_get_alone(GetParam(), true);
 }
 
 // bf16: steps of several rows run as GEMMs on bf16 activations, the batch-1

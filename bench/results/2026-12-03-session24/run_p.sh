@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 24 device call P: fp8 decode attention with twice the rows a step for MHA (wide: the bundle's
+# flashsvd) beside the same rows as bf16 (base8: 38549e3), fp8 cache, keep 0.5 and dense, two rounds;
+# one 2048-token prompt each; then the GPU suite of the wide build.
+set -u
+rm -rf /tmp/gb && mkdir -p /tmp/gb && tar -xJf .dev/p.tar.xz -C /tmp/gb
+B=/tmp/gb/gpu-bundle
+cp $B/flashsvd /tmp/gb/var/flashsvd_wide
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+start=$(date +%s)
+run() {  # round variant ratio batches
+  timeout 120 /tmp/gb/var/flashsvd_$2 bench --synthetic llama-7b --ratio $3 --batch $4 --prompt 512 --gen 32 --device cuda --kv-dtype fp8 --json > /tmp/o.json 2>> $OUT/err.log
+  python3 -c "
+import json; d=json.load(open('/tmp/o.json'))
+for x in d: print('$1','$2','$3',x['batch'],round(x['step_ms'],4),' '.join(map(str,x['tokens'][:8])))" >> $OUT/bench.txt
+}
+for round in 1 2; do
+  for r in 0.5 1.0; do for v in base8 wide; do run $round $v $r 1,2,4,8,16,32,64; done; done
+  echo "round $round $(( $(date +%s) - start )) s" >> $OUT/log.txt
+done
+for v in base8 wide; do for d in auto fp8; do
+  timeout 120 /tmp/gb/var/flashsvd_$v bench --synthetic llama-7b --ratio 0.5 --prompt 2048 --gen 32 --device cuda --kv-dtype $d --json 2>> $OUT/err.log | python3 -c "
+import json,sys; x=json.load(sys.stdin); x=x[0] if isinstance(x,list) else x
+print('$v','$d','prefill_ms',round(x['prefill_ms'],3),'decode_ms',round(x['decode_ms_per_token'],4),'kv_bytes',x['kv_cache_bytes'])" >> $OUT/single.txt
+done; done
+echo "single $(( $(date +%s) - start )) s" >> $OUT/log.txt
+for i in 0 1 2 3 4 5; do
+  GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i timeout 300 $B/run-tests.sh > $OUT/suite_$i.txt 2>&1 &
+done
+wait
+echo "suite $(( $(date +%s) - start )) s" >> $OUT/log.txt
+for i in 0 1 2 3 4 5; do grep -E "^\[  PASSED|^\[  FAILED|tests ran" $OUT/suite_$i.txt >> $OUT/log.txt; done
+for i in 0 1 2 3 4 5; do grep -q "FAILED" $OUT/suite_$i.txt && grep -E "FAILED|Failure|Expected|Which is|actual|error" $OUT/suite_$i.txt | head -60 >> $OUT/failures.txt; done
+grep -h "requests identical" $OUT/suite_*.txt >> $OUT/log.txt 2>/dev/null
+for i in 0 1 2 3 4 5; do grep -q "FAILED" $OUT/suite_$i.txt || rm $OUT/suite_$i.txt; done
+true
