@@ -63,16 +63,21 @@ class CudaExecutorBatch : public ::testing::TestWithParam<std::string> {
 };
 
 // fp32 weights: each row's logits within `tolerance` of the CPU's step on
-// the same slices, both caches fp32 or both fp8 (kv_fp8).
+// the same slices, both caches fp32 or both fp8 (kv_fp8). With fp8, the
+// GPU's cache takes a byte a value, and the CPU's fp32 cache lands further
+// than the bound from the fp8 logits (so an fp32 cache could not pass).
 void expect_steps_match_the_cpu(const std::string& name, bool kv_fp8, double tolerance) {
   const Model model = test_model(name);
   const int vocab = model.config.vocab, ctx = 64;
   const KvPages pages{16, 40};
-  CpuExecutor cpu(model, pages, ctx, 0, kv_fp8);
+  CpuExecutor cpu(model, pages, ctx, 0, kv_fp8), fp32_cache(model, pages, ctx, 0);
   CudaOptions options{ElementType::F32, GraphMode::model};
   options.kv_fp8 = kv_fp8;
   options.max_batch = 4;  // six sequences: two decode steps a wave
   CudaExecutor gpu(model, pages, ctx, options);
+  EXPECT_EQ(gpu.stats().cache_bytes,
+            size_t(2) * model.config.n_layers * pages.positions() * model.config.kv_dim() * (kv_fp8 ? 1 : 4));
+  double fp8_effect = 0;  // the largest row distance between the CPU's fp8 and fp32 caches
 
   std::vector<int32_t> ids(pages.blocks);
   std::iota(ids.begin(), ids.end(), 0);
@@ -90,7 +95,7 @@ void expect_steps_match_the_cpu(const std::string& name, bool kv_fp8, double tol
       {{2, 10}, {3, 0}},
   };
   std::vector<int> done(lengths.size(), 0);
-  std::vector<float> want, got;
+  std::vector<float> want, got, plain;
   for (size_t k = 0; k < steps.size(); ++k) {
     std::vector<SeqSlice> batch;
     for (auto [s, rows] : steps[k]) {
@@ -104,8 +109,14 @@ void expect_steps_match_the_cpu(const std::string& name, bool kv_fp8, double tol
     for (size_t r = 0; r < want.size() / vocab; ++r)
       EXPECT_LT(relative_error(got.data() + r * vocab, want.data() + r * vocab, vocab), tolerance)
           << "step " << k << " output row " << r;
+    if (kv_fp8) {
+      fp32_cache.step(batch, plain);
+      for (size_t r = 0; r < want.size() / vocab; ++r)
+        fp8_effect = std::max(fp8_effect, relative_error(plain.data() + r * vocab, want.data() + r * vocab, vocab));
+    }
     for (auto [s, rows] : steps[k]) done[s] += rows;
   }
+  if (kv_fp8) EXPECT_GT(fp8_effect, 4 * tolerance);
 }
 
 // The bound of the one-sequence fp32 test.
