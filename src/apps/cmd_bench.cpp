@@ -223,6 +223,7 @@ bool is_synthetic_encoder(const std::string& name) {
 void run(const ModelFlags& mf, const SyntheticFlags& sf, const BenchFlags& f) {
   check(f.gen >= 1, "--gen", "must be at least 1");
   if (sf.given() && is_synthetic_encoder(sf.name)) {
+    check(!mf.kv_fp8(), "--kv-dtype", "does not apply to an encoder (it has no KV cache)");
     EncoderBenchShape shape = f.encoder;
     if (!f.batches.empty()) shape.batches = f.batches;
     print_rows(bench_encoder(sf, mf, shape), sf.name, f.json, print_encoder_table);

@@ -45,6 +45,9 @@ TEST(EncoderBenchCli, ReportsLatencyThroughputAndTokens) {
   r = run_cli("bench --synthetic minilm-l6 --device cpu --seq 600");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--seq"), std::string::npos) << r.err;
+  r = run_cli("bench --synthetic minilm-l6 --device cpu --seq 20 --kv-dtype fp8");  // an encoder has no KV cache
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-dtype"), std::string::npos) << r.err;
 }
 
 TEST(EmbedCli, BadFlagCombinationsAreRejected) {
