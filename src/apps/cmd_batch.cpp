@@ -64,8 +64,9 @@ void run(const ModelFlags& mf, const EngineFlags& ef, const BatchFlags& f) {
   const auto executor = make_executor(s.model, mf, ctx, ef.shape());
   const EngineOptions options = ef.options();
   Engine engine(*executor, *s.tokenizer, options);
-  std::fprintf(stderr, "batch: context %d, KV cache %lld positions, batch up to %d\n", ctx,
-               static_cast<long long>(executor->kv_pages().positions()), options.max_batch);
+  std::fprintf(stderr, "batch: context %d, KV cache %lld positions%s, batch up to %d\n", ctx,
+               static_cast<long long>(executor->kv_pages().positions()), mf.kv_fp8() ? " (fp8)" : "",
+               options.max_batch);
 
   GenerateOptions defaults;
   defaults.max_new_tokens = f.n;

@@ -142,9 +142,9 @@ void run(const ModelFlags& mf, const SyntheticFlags& sf, const EngineFlags& ef, 
   const EngineOptions engine_options = ef.options();
   Engine engine(*executor, *s.tokenizer, engine_options);
   HttpServer server(engine, *s.tokenizer, {ctx, executor->vocab_size()}, server_options(f, ef, name));
-  std::fprintf(stderr, "serve: context %d, KV cache %lld positions, batch up to %d, queue %d\n", ctx,
-               static_cast<long long>(executor->kv_pages().positions()), engine_options.max_batch,
-               engine_options.max_queue);
+  std::fprintf(stderr, "serve: context %d, KV cache %lld positions%s, batch up to %d, queue %d\n", ctx,
+               static_cast<long long>(executor->kv_pages().positions()), mf.kv_fp8() ? " (fp8)" : "",
+               engine_options.max_batch, engine_options.max_queue);
   serve(server, signals);
 }
 
