@@ -55,8 +55,7 @@ std::shared_ptr<const DeviceModel> upload(const Model& model, int context, KvPag
                                           const CudaOptions& options) {
   model.validate();
   check_supported(model.config, model.source);
-  check_cache_fits(model.config, context, pages.positions(), options.kv_fp8 ? ElementType::F8E4M3 : options.weights,
-                   options.kv);
+  check_cache_fits(model.config, context, pages.positions(), kv_cache_type(options, options.weights), options.kv);
   return std::make_shared<const DeviceModel>(model, options.weights);
 }
 

@@ -72,6 +72,11 @@ struct CudaOptions {
   double kv_memory = 0.9;
 };
 
+// The KV cache's element for weights of type `weights`: fp8 when asked, else theirs.
+inline ElementType kv_cache_type(const CudaOptions& options, ElementType weights) {
+  return options.kv_fp8 ? ElementType::F8E4M3 : weights;
+}
+
 class CudaExecutor : public Executor {
  public:
   // `model` must be packed (Model::pack); it is read only here. One sequence:
@@ -192,7 +197,7 @@ class CudaExecutor : public Executor {
   // and decode steps of several rows (gemm_rows). Its buffers grow with the longest chunk.
   std::unique_ptr<Prefill> prefill_;
   bool gemm_rows() const { return weights_->type() == ElementType::BF16 && !options_.batch_invariant; }
-  ElementType cache_type() const { return options_.kv_fp8 ? ElementType::F8E4M3 : weights_->type(); }
+  ElementType cache_type() const { return kv_cache_type(options_, weights_->type()); }
   bool prompts_in_chunks_ = false;
   int64_t prefill_version_ = 0;  // of Prefill's buffers when the GEMM steps' graphs were captured
   Stream stream_;
