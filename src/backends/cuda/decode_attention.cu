@@ -115,18 +115,18 @@ struct Raw8 {
   uint32_t w[kBytes / 4];
 };
 
+// Read once a step: first to leave L2 (`policy`: l2_evict_first_policy()).
 template <typename T>
-__device__ __forceinline__ Raw8<T> load_cache8(const uint8_t* p) {
+__device__ __forceinline__ Raw8<T> load_cache8(const uint8_t* p, uint64_t policy) {
   Raw8<T> r;
   if constexpr (sizeof(T) == 1) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-    r.w[0] = v.x, r.w[1] = v.y;
+    asm("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(r.w[0]), "=r"(r.w[1]) : "l"(p), "l"(policy));
   } else {
 #pragma unroll
-    for (int i = 0; i < Raw8<T>::kBytes / 16; ++i) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + i);
-      r.w[4 * i] = v.x, r.w[4 * i + 1] = v.y, r.w[4 * i + 2] = v.z, r.w[4 * i + 3] = v.w;
-    }
+    for (int i = 0; i < Raw8<T>::kBytes / 16; ++i)
+      asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(r.w[4 * i]), "=r"(r.w[4 * i + 1]), "=r"(r.w[4 * i + 2]), "=r"(r.w[4 * i + 3])
+          : "l"(p + 16 * i), "l"(policy));
   }
   return r;
 }
@@ -244,6 +244,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
   const int64_t stride = int64_t{p.kv_dim} * sizeof(T);  // row stride in bytes
   const uint8_t* kp = static_cast<const uint8_t*>(p.k) + (blockIdx.y * kUsedLanes + c) * kChunkBytes;
   const uint8_t* vp = static_cast<const uint8_t*>(p.v) + (blockIdx.y * kUsedLanes + c) * kChunkBytes;
+  const uint64_t policy = l2_evict_first_policy();
   Raw8<T> kw[kStages][kBatch], vw[kStages][kBatch];
   bool ok[kStages][kBatch];
   // The blocks of the rows each buffer loads next. Batches are loaded in
@@ -267,8 +268,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const Params p) {
       ok[stage][r] = row < cached_end;  // rows past the slice may hold anything: never read them
       const bool load = ok[stage][r] && lane_used;
       const int64_t at = pool_row(blocks[stage][r], row) * stride;
-      kw[stage][r] = load ? load_cache8<T>(kp + at) : Raw8<T>{};
-      vw[stage][r] = load ? load_cache8<T>(vp + at) : Raw8<T>{};
+      kw[stage][r] = load ? load_cache8<T>(kp + at, policy) : Raw8<T>{};
+      vw[stage][r] = load ? load_cache8<T>(vp + at, policy) : Raw8<T>{};
     }
     fetch_blocks(stage, base + kStages * kStep);
   };

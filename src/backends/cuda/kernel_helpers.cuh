@@ -21,6 +21,15 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
+// An L2 eviction policy for data read once per step (a product's weights, the
+// KV cache's rows): marked first to leave L2, so it does not push out what is
+// read again (activations, partial sums, the next kernel's inputs).
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
 // A stored value (bf16 or fp32) as fp32.
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }

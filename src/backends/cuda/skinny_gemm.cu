@@ -9,6 +9,11 @@
 // while one is multiplied: a product of a few MB reaches the weight bandwidth
 // only with tens of KB in flight per SM from its first microsecond.
 //
+// W is read once a step: its copies are marked first to leave L2, so they do
+// not push out X, the partial sums or the next kernel's inputs (measured in
+// bench/results/2026-12-03-session25; asking L2 to prefetch the next
+// product's weights instead was slower there).
+//
 // Programmatic dependent launch. W never depends on the previous kernel, so
 // its first kStages - 1 stages are requested before the CTA waits for the
 // previous kernel; X (the previous kernel's output) is requested after.
@@ -104,9 +109,10 @@ __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
 // Rows [0, kRows) of a stage from the rows of a matrix with `valid` rows,
 // columns [k0, k0 + 8 kChunks) of `k`: chunks past either end become zeros
 // (src-size 0 reads nothing; the address stays one that exists).
-template <int kRows, int kChunks>
+// kStreamed: rows read once (W), copied with L2 eviction `policy`.
+template <int kRows, int kChunks, bool kStreamed = false>
 __device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m, int64_t ld, int valid, int k0,
-                                           int k) {
+                                           int k, uint64_t policy = 0) {
   constexpr int kRowsPerPass = kThreads / kChunks;
   static_assert(kRows % kRowsPerPass == 0, "whole passes");
   const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
@@ -116,7 +122,11 @@ __device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const int r = row + it * kRowsPerPass;
     const bool ok = r < valid && col_bytes > 0;
-    cp_async16(tile + swizzled<kChunks>(r, chunk), ok ? m + r * ld + col : m, ok ? col_bytes : 0);
+    const uint32_t dst = tile + swizzled<kChunks>(r, chunk);
+    if constexpr (kStreamed)
+      cp_async16(dst, ok ? m + r * ld + col : m, ok ? col_bytes : 0, policy);
+    else
+      cp_async16(dst, ok ? m + r * ld + col : m, ok ? col_bytes : 0);
   }
 }
 
@@ -146,9 +156,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   const int stages = (k_end - k_begin + kStageCols - 1) / kStageCols;
   const int w_rows = p.n_out - row0;
 
+  const uint64_t w_policy = l2_evict_first_policy();
   auto load_w = [&](int s) {
-    load_stage<kTileRows, kChunks>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows, k_begin + s * kStageCols,
-                                   k_end);
+    load_stage<kTileRows, kChunks, true>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows,
+                                         k_begin + s * kStageCols, k_end, w_policy);
   };
   auto load_x = [&](int s) {
     load_stage<kXRows, kChunks>(ring + (s % kStages) * kStageBytes + kTileRows * kRowBytes, x, p.ldx, p.rows,
