@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 25 device call R: L2 prefetch of the next product's weights / evict-first weight loads / PDL decode
+# attention in the batched step (experiment env vars on one binary), beside main; fp8 half2 beside main; fp8 op tests of half2.
+set -u
+rm -rf /tmp/gb && mkdir -p /tmp/gb && tar -xJf .dev/r.tar.xz -C /tmp
+B=/tmp/gb
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+start=$(date +%s)
+nvidia-smi --query-gpu=name,clocks.max.mem,memory.total --format=csv >> $OUT/log.txt
+run() {  # round variant binary ratio dtype env...
+  local round=$1 v=$2 bin=$3 r=$4 d=$5; shift 5
+  env "$@" timeout 120 $B/$bin bench --synthetic llama-7b --ratio $r --batch 1,2,4,8,16,32,64 --prompt 512 --gen 32 --device cuda --kv-dtype $d --json > /tmp/r.json 2>> $OUT/err.log
+  python3 -c "
+import json; d=json.load(open('/tmp/r.json'))
+for x in d: print('$round','$v','$r','$d',x['batch'],round(x['step_ms'],4),' '.join(map(str,x['tokens'][:8])))" >> $OUT/bench.txt
+}
+for round in 1 2; do
+  for r in 0.5 1.0; do
+    run $round main flashsvd_main $r auto X=1
+    run $round off flashsvd_pf $r auto X=1
+    run $round attpdl flashsvd_pf $r auto FSVD_ATT_PDL=1
+    run $round ef flashsvd_pf $r auto FSVD_PF_EF=1
+    run $round pf16 flashsvd_pf $r auto FSVD_PF_MB=16
+    run $round pf16ef flashsvd_pf $r auto FSVD_PF_MB=16 FSVD_PF_EF=1
+    run $round pf32ef flashsvd_pf $r auto FSVD_PF_MB=32 FSVD_PF_EF=1
+    run $round pf99ef flashsvd_pf $r auto FSVD_PF_MB=99 FSVD_PF_EF=1
+    run $round all32 flashsvd_pf $r auto FSVD_PF_MB=32 FSVD_PF_EF=1 FSVD_ATT_PDL=1
+  done
+  run $round main flashsvd_main 0.5 fp8 X=1
+  run $round h2 flashsvd_h2 0.5 fp8 X=1
+  echo "round $round $(( $(date +%s) - start )) s" >> $OUT/log.txt
+done
+timeout 200 $B/flashsvd_tests_h2 --gtest_filter='*CudaOpTable*:*Fp8*:*DecodeAttention*' > $OUT/h2_tests.txt 2>&1
+echo "h2 tests rc $? $(( $(date +%s) - start )) s" >> $OUT/log.txt
+grep -E "^\[  PASSED|^\[  FAILED|tests ran" $OUT/h2_tests.txt >> $OUT/log.txt
+grep -q FAILED $OUT/h2_tests.txt || rm $OUT/h2_tests.txt
+true
