@@ -117,15 +117,15 @@ void Gemm::multiply(const Problem& p, const void* a, const void* b, void* c, con
 }
 
 void Gemm::run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy,
-               ElementType y_type, bool accumulate, const void* bias, Epilogue epilogue, const NormFold& fold) {
+               ElementType y_type, bool accumulate, const void* bias, Epilogue epilogue, const Fold& fold) {
   check(w.data && x && y && n >= 0 && ldx >= w.cols && ldy >= w.rows, "Gemm::run", "bad operands: W [", w.rows,
         ", ", w.cols, "], ldx ", ldx, ", ldy ", ldy, ", n ", n);
   check(!accumulate || y_type == ElementType::F32 || y_type == w.type, "Gemm::run",
         "accumulation needs an fp32 output or one of the weights' type");
   if (n == 0) return;
   const SkinnyGemm skinny{w, x, ldx, y, ldy, y_type, accumulate, 1, 0, 0, fold};
-  if (fold.sums_in || fold.gained) {
-    check(!bias && epilogue == Epilogue::bias, "Gemm::run", "a folded RMSNorm takes no bias or GELU");
+  if (fold.sums_in || fold.gained || fold.silu_up) {
+    check(!bias && epilogue == Epilogue::bias, "Gemm::run", "a fold takes no bias or GELU");
     return skinny_gemm(skinny, n, stream_);  // which refuses, clearly, what it cannot fold
   }
   if (!bias && epilogue == Epilogue::bias && skinny_gemm_supports(skinny, n)) return skinny_gemm(skinny, n, stream_);

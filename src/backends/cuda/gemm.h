@@ -46,11 +46,12 @@ class Gemm {
   // row stride ldx; y: [n, w.rows] of y_type with row stride ldy (fp32 or
   // w.type when accumulating); bias: null, or w.rows values of y_type (the
   // encoder's linears, whose biases the epilogue adds), then `epilogue`.
-  // `fold`: an RMSNorm folded into a decode step's product (skinny_gemm.h's
-  // NormFold; only skinny_gemm folds, so a product it does not take throws).
+  // `fold`: an RMSNorm or SiLU·up folded into a decode step's product
+  // (skinny_gemm.h's Fold; only skinny_gemm folds, so a product it does not
+  // take throws).
   void run(const DeviceMatrix& w, const void* x, int64_t ldx, int64_t n, void* y, int64_t ldy, ElementType y_type,
            bool accumulate = false, const void* bias = nullptr, Epilogue epilogue = Epilogue::bias,
-           const NormFold& fold = {});
+           const Fold& fold = {});
   // `batch` such products in one launch, product i on w's rows
   // [i * w.rows, (i + 1) * w.rows), x + i * x_step and y + i * y_step (steps
   // in elements), adding bias + i * w.rows when a bias is given: the gate and

@@ -200,15 +200,10 @@ __device__ __forceinline__ uint4 mask_tail(uint4 w, int valid) {
   return w;
 }
 
-// silu(gate), of the MLP activation silu(gate) · up. Fast exp and division:
-// expf's and IEEE division's longer sequences made the instance spill (the
-// first weight batch is live while x is staged).
-__device__ __forceinline__ float silu(float gate) { return __fdividef(gate, 1.0f + __expf(-gate)); }
-
 template <XKind kX>
 __device__ __forceinline__ float load_x(const void* x, const float* up, int k) {
   if constexpr (kX == XKind::SiluMul)
-    return silu(static_cast<const float*>(x)[k]) * up[k];
+    return fast_silu(static_cast<const float*>(x)[k]) * up[k];
   else
     return static_cast<const float*>(x)[k];
 }
@@ -314,7 +309,8 @@ __device__ void stage_window_x(const void* x, const float* up, int64_t ld, int b
         const int i = base + m * blockDim.x + threadIdx.x, b = i / kQuads, c = i % kQuads * 4;
         if (i < quads && c < n)
           *reinterpret_cast<float4*>(xs + x_slot<kGroup, kWindow>(b, c)) =
-              make_float4(silu(g[m].x) * u[m].x, silu(g[m].y) * u[m].y, silu(g[m].z) * u[m].z, silu(g[m].w) * u[m].w);
+              make_float4(fast_silu(g[m].x) * u[m].x, fast_silu(g[m].y) * u[m].y, fast_silu(g[m].z) * u[m].z,
+                          fast_silu(g[m].w) * u[m].w);
       }
     }
   }

@@ -78,7 +78,7 @@ void Prefill::norm_rows(const float* x, const float* gain, int64_t n) {
   rmsnorm(x, gain, n, c.hidden, c.rms_eps, hb_.data(), ElementType::BF16, stream_);
 }
 
-NormFold Prefill::norm_input(const float* x, const float* gain, int64_t n) {
+Fold Prefill::norm_input(const float* x, const float* gain, int64_t n) {
   const ModelConfig& c = weights_.config();
   if (hb_gained_) {
     hb_gained_ = false;
@@ -88,7 +88,7 @@ NormFold Prefill::norm_input(const float* x, const float* gain, int64_t n) {
   return {};
 }
 
-NormFold Prefill::gained_output(bool fold, const float* next_gain) {
+Fold Prefill::gained_output(bool fold, const float* next_gain) {
   hb_gained_ = fold;
   if (!fold) return {};
   return {nullptr, 0, hb_.data(), weights_.config().hidden, next_gain, norm_sums_.data()};
@@ -102,7 +102,7 @@ bool Prefill::fold_norms(int64_t rows, const DeviceLayer& l) const {
 }
 
 void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y,
-                     bool accumulate, const NormFold& in, const NormFold& out_fold) {
+                     bool accumulate, const Fold& in, const Fold& out_fold) {
   const int64_t out = l.out();
   if (l.low_rank()) {
     gemm_.run(padded_rows(l.first), x, ldx, n, rank_b_.data(), rank_ld_, ElementType::BF16, false, nullptr,
@@ -110,7 +110,7 @@ void Prefill::linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx,
     gemm_.run(padded_k(l.second), rank_b_.data(), rank_ld_, n, y, out, ElementType::F32, accumulate, nullptr,
               Epilogue::bias, out_fold);
   } else {
-    NormFold both = in;
+    Fold both = in;
     both.gained = out_fold.gained, both.gained_ld = out_fold.gained_ld, both.gain = out_fold.gain;
     both.sums_out = out_fold.sums_out;
     gemm_.run(l.first, x, ldx, n, y, out, ElementType::F32, accumulate, nullptr, Epilogue::bias, both);
@@ -130,7 +130,7 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   // packed_ (the dense parts' outputs) and the low-rank columns are rounded
   // into place. (The direct bf16 output saves an fp32 round trip and a
   // launch: bench/kernels/prefill_attention_notes.md.)
-  auto packed_first = [&](const DevicePacked& p, int64_t rows, const NormFold& fold) {
+  auto packed_first = [&](const DevicePacked& p, int64_t rows, const Fold& fold) {
     const bool all_low_rank = std::all_of(p.parts.begin(), p.parts.end(),
                                           [](const DevicePacked::Part& part) { return part.second.data != nullptr; });
     if (all_low_rank) {
@@ -219,6 +219,8 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
 
   // MLP block.
   const DevicePacked::Part &gate = l.gate_up.parts[0], &up = l.gate_up.parts[1];
+  const size_t next = static_cast<size_t>(index) + 1;
+  const float* next_gain = next < weights_.layers().size() ? weights_.layers()[next].attn_norm : weights_.final_norm();
   packed_first(l.gate_up, m, norm_input(x, l.mlp_norm, m));
   if (l.gate_up.stacked_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
@@ -228,14 +230,22 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
     gemm_.run_batched(padded_k(gate.second), staged_b_.data() + gate.offset, ld, up.offset - gate.offset, m, g,
                       2 * inter, inter, 2, ElementType::BF16);
+    // silu(gate)·up formed as down's first product stages its input, where skinny_gemm takes that product.
+    Fold silu;
+    silu.silu_up = u;
+    const DeviceLinear& d = l.down;
+    const SkinnyGemm down_first{d.low_rank() ? padded_rows(d.first) : d.first, g, 2 * inter, x, c.hidden,
+                                d.low_rank() ? ElementType::BF16 : ElementType::F32, !d.low_rank(), 1, 0, 0, silu};
+    if (!d.bias && skinny_gemm_supports(down_first, m)) {
+      linear(d, g, 2 * inter, m, x, true, silu, gained_output(fold, next_gain));
+      return;
+    }
     silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, m, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
     const Rows g = part_rows(gate, m, gate_.data());
     const Rows u = part_rows(up, m, up_.data());
     silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, m, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
-  const size_t next = static_cast<size_t>(index) + 1;
-  const float* next_gain = next < weights_.layers().size() ? weights_.layers()[next].attn_norm : weights_.final_norm();
   linear(l.down, act_b_.data(), c.intermediate, m, x, true, {}, gained_output(fold, next_gain));
 }
 

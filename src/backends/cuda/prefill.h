@@ -74,19 +74,19 @@ class Prefill {
   void layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLayer& cache, const PagedRows& rows,
              const int32_t* blocks, LowRankKv* lowrank, const DecodeAttention* decode = nullptr);
   // y (+)= x · linear for a dense or low-rank linear; x bf16 [n, ldx].
-  // `in` folds into its first product, `out` into its last (NormFold).
+  // `in` folds into its first product, `out` into its last (Fold).
   void linear(const DeviceLinear& l, const __nv_bfloat16* x, int64_t ldx, int64_t n, float* y, bool accumulate,
-              const NormFold& in = {}, const NormFold& out = {});
+              const Fold& in = {}, const Fold& out = {});
   // hb_ = bf16(rmsnorm(x)) with gain `gain`, n rows of hidden values.
   void norm_rows(const float* x, const float* gain, int64_t n);
   // The RMSNorm of x's n rows with gain `gain` as the next product's input
   // in hb_: normalized here (returns no fold), or, where the product that
   // added to x wrote hb_ = bf16(x · gain), the fold that scales the product.
-  NormFold norm_input(const float* x, const float* gain, int64_t n);
+  Fold norm_input(const float* x, const float* gain, int64_t n);
   // For a product adding to the residual: with `fold`, it also writes hb_ =
   // bf16(x · next_gain) for the norm after it (decode rows up to
   // kSkinnyAnyRows, fold_norms()).
-  NormFold gained_output(bool fold, const float* next_gain);
+  Fold gained_output(bool fold, const float* next_gain);
   bool fold_norms(int64_t rows, const DeviceLayer& l) const;
 
   const DeviceModel& weights_;
@@ -106,7 +106,7 @@ class Prefill {
   // [n, kv_dim]), where one batched GEMM of stacked second factors writes them.
   DeviceBuffer<float> x_, packed_, qkv_, gate_, up_, logits_;
   DeviceBuffer<__nv_bfloat16> hb_, staged_b_, q_b_, att_b_, rank_b_, act_b_, gate_up_b_;
-  DeviceBuffer<float> norm_sums_;  // the residual's sums of squares a folded norm reads (NormFold)
+  DeviceBuffer<float> norm_sums_;  // the residual's sums of squares a folded norm reads (Fold)
 };
 
 }  // namespace fsvd::cuda

@@ -29,7 +29,7 @@
 // up to 16 rows, one for 17-32), so a row's result does not depend on the
 // other rows of its tiling class.
 //
-// RMSNorm folded in (up to 8 rows, NormFold). A norm's input rows x are the
+// RMSNorm folded in (up to 8 rows, Fold). A norm's input rows x are the
 // residual the previous product added to: that product also writes bf16(x ·
 // gain) as it stores x, and each row tile's sums of squares of the x values
 // it stored (its 64 columns; reduced in registers and shared memory, a fixed
@@ -39,6 +39,16 @@
 // neither the weight stream, the staging nor the main loop's start changes
 // (a version whose reader summed x's squares itself before its main loop
 // was slower: bench/results/2026-12-03-session23, call M).
+//
+// SiLU·up folded in (Fold::silu_up, up to 8 rows). X's stage is copied
+// twice, from the gate rows and from the up rows (a second tile after X's);
+// once a thread's copies of a stage have landed, it forms bf16(silu(gate) ·
+// up) over the chunks it copied, in place of the gate's, before the barrier
+// that shows the stage to all: one launch fewer a layer than a silu_mul
+// kernel between the gate and up products and this one. Every row tile
+// forms its slice's values again, so the exp and division are paid tiles
+// times over: from 9 rows that cost more than the launch it saves
+// (bench/results/2026-12-03-session26).
 //
 // Which products. Up to 8 rows, all. From 9 to 32 only those with K >= N
 // and fewer than kSkinnyMaxWeights weights (the first factors: at LLaMA-7B
@@ -84,8 +94,9 @@ struct Tiling {
 };
 __host__ __device__ constexpr Tiling tiling(int tiles) { return tiles >= 4 ? Tiling{2, 64} : Tiling{1, 128}; }
 constexpr int kStages = 4;
-__host__ __device__ constexpr int stage_bytes(int tiles) {
-  return (tiling(tiles).tile_rows() + 8 * tiles) * tiling(tiles).stage_cols * 2;
+// A stage: the W tile, X's rows, and with silu_up the up rows.
+__host__ __device__ constexpr int stage_bytes(int tiles, bool silu_up) {
+  return (tiling(tiles).tile_rows() + 8 * tiles * (silu_up ? 2 : 1)) * tiling(tiles).stage_cols * 2;
 }
 
 struct Params {
@@ -96,7 +107,7 @@ struct Params {
   int64_t w_step, x_step, y_step;  // product blockIdx.y's offsets, in elements
   int n_out, k, rows;  // W is [n_out, k]; X has `rows` rows
   int splits, slice_cols;  // CTAs per row tile (the cluster) and the columns of each
-  NormFold fold;
+  Fold fold;
 };
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled stage of
@@ -130,18 +141,41 @@ __device__ __forceinline__ void load_stage(uint32_t tile, const __nv_bfloat16* m
   }
 }
 
+// silu(gate) · up over the chunks of a stage's gate rows (at `gate`, the up
+// rows right after) that this thread copied in load_stage<kRows, kChunks>,
+// written over the gate's as bf16. Rows past `valid` are zeros, as is
+// silu(0) · 0: left alone.
+template <int kRows, int kChunks>
+__device__ __forceinline__ void silu_up_stage(unsigned char* gate, int valid) {
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
+#pragma unroll
+  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
+    if (row + it * kRowsPerPass >= valid) break;
+    uint4* g = reinterpret_cast<uint4*>(gate + swizzled<kChunks>(row + it * kRowsPerPass, chunk));
+    const uint4 gw = *g, uw = g[kRows * kChunks];
+    const uint32_t gs[4] = {gw.x, gw.y, gw.z, gw.w}, us[4] = {uw.x, uw.y, uw.z, uw.w};
+    uint32_t out[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      out[i] = pack_bf16(fast_silu(bf16_lo(gs[i])) * bf16_lo(us[i]), fast_silu(bf16_hi(gs[i])) * bf16_hi(us[i]));
+    *g = make_uint4(out[0], out[1], out[2], out[3]);
+  }
+}
+
 template <int kN>
 __device__ __forceinline__ void cp_async_wait_pending() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
 }
 
-// kTiles: n8 tiles of X rows (n <= 8 kTiles). kBf16Out: Y is bf16, else fp32.
-template <int kTiles, bool kBf16Out, bool kAccumulate>
+// kTiles: n8 tiles of X rows (n <= 8 kTiles). kBf16Out: Y is bf16, else
+// fp32. kSiluUp: the input is silu(X) · p.fold.silu_up.
+template <int kTiles, bool kBf16Out, bool kAccumulate, bool kSiluUp>
 __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const __grid_constant__ Params p) {
   constexpr Tiling kT = tiling(kTiles);
   constexpr int kMTiles = kT.m_tiles, kTileRows = kT.tile_rows(), kStageCols = kT.stage_cols;
   constexpr int kChunks = kT.chunks(), kRowBytes = kStageCols * 2;
-  constexpr int kStageBytes = stage_bytes(kTiles);
+  constexpr int kStageBytes = stage_bytes(kTiles, kSiluUp);
   constexpr int kXRows = 8 * kTiles;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t ring = shared_address(smem);
@@ -161,9 +195,13 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
     load_stage<kTileRows, kChunks, true>(ring + (s % kStages) * kStageBytes, w, p.ldw, w_rows,
                                          k_begin + s * kStageCols, k_end, w_policy);
   };
+  const int x_offset = kTileRows * kRowBytes;  // X's rows in a stage
   auto load_x = [&](int s) {
-    load_stage<kXRows, kChunks>(ring + (s % kStages) * kStageBytes + kTileRows * kRowBytes, x, p.ldx, p.rows,
-                                k_begin + s * kStageCols, k_end);
+    const uint32_t at = ring + (s % kStages) * kStageBytes + x_offset;
+    load_stage<kXRows, kChunks>(at, x, p.ldx, p.rows, k_begin + s * kStageCols, k_end);
+    if constexpr (kSiluUp)
+      load_stage<kXRows, kChunks>(at + kXRows * kRowBytes, p.fold.silu_up + blockIdx.y * p.x_step, p.ldx, p.rows,
+                                  k_begin + s * kStageCols, k_end);
   };
   // Every stage a group (empty past the slice's end), so waiting for "all
   // but the newest kStages - 2" always means the stage about to be used.
@@ -219,6 +257,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
       cp_async_wait_pending<0>();
     else
       cp_async_wait_pending<kStages - 2>();
+    if constexpr (kSiluUp) silu_up_stage<kXRows, kChunks>(smem + (s % kStages) * kStageBytes + x_offset, p.rows);
     __syncthreads();  // stage s visible to all; everyone is done with stage s - 1's slot
     if (s + kStages - 1 < stages) {
       load_w(s + kStages - 1);
@@ -226,7 +265,7 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
     }
     cp_async_commit();
 
-    const uint32_t w_tile = ring + (s % kStages) * kStageBytes, x_tile = w_tile + kTileRows * kRowBytes;
+    const uint32_t w_tile = ring + (s % kStages) * kStageBytes, x_tile = w_tile + x_offset;
 #pragma unroll
     for (int kk = 0; kk < kChunks / 2; ++kk) {
       uint32_t a[kMTiles][4];
@@ -358,10 +397,10 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) skinny_gemm_kernel(const
   cluster.sync();  // the other CTAs' partial sums stay until all have read them
 }
 
-template <int kTiles, bool kBf16Out, bool kAccumulate>
+template <int kTiles, bool kBf16Out, bool kAccumulate, bool kSiluUp>
 void launch(const Params& p, int tiles, int batch, cudaStream_t stream) {
-  constexpr int kSmem = kStages * stage_bytes(kTiles);
-  const auto kernel = skinny_gemm_kernel<kTiles, kBf16Out, kAccumulate>;
+  constexpr int kSmem = kStages * stage_bytes(kTiles, kSiluUp);
+  const auto kernel = skinny_gemm_kernel<kTiles, kBf16Out, kAccumulate, kSiluUp>;
   FSVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(tiles * p.splits), static_cast<unsigned>(batch), 1);
@@ -379,15 +418,23 @@ void launch(const Params& p, int tiles, int batch, cudaStream_t stream) {
   FSVD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, p));
 }
 
-template <int kTiles>
+template <int kTiles, bool kSiluUp>
 void launch_for_output(const Params& p, ElementType y_type, bool accumulate, int tiles, int batch,
                        cudaStream_t stream) {
   if (y_type == ElementType::BF16)
-    accumulate ? launch<kTiles, true, true>(p, tiles, batch, stream)
-               : launch<kTiles, true, false>(p, tiles, batch, stream);
+    accumulate ? launch<kTiles, true, true, kSiluUp>(p, tiles, batch, stream)
+               : launch<kTiles, true, false, kSiluUp>(p, tiles, batch, stream);
   else
-    accumulate ? launch<kTiles, false, true>(p, tiles, batch, stream)
-               : launch<kTiles, false, false>(p, tiles, batch, stream);
+    accumulate ? launch<kTiles, false, true, kSiluUp>(p, tiles, batch, stream)
+               : launch<kTiles, false, false, kSiluUp>(p, tiles, batch, stream);
+}
+
+template <int kTiles>
+void launch_for_input(const Params& p, ElementType y_type, bool accumulate, int tiles, int batch,
+                      cudaStream_t stream) {
+  if constexpr (kTiles == 1)  // up to 8 rows: SiLU·up's only tiling
+    if (p.fold.silu_up) return launch_for_output<kTiles, true>(p, y_type, accumulate, tiles, batch, stream);
+  launch_for_output<kTiles, false>(p, y_type, accumulate, tiles, batch, stream);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -395,11 +442,12 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 bool skinny_gemm_supports(const SkinnyGemm& g, int64_t n) {
-  const NormFold& f = g.fold;
+  const Fold& f = g.fold;
   const bool fold_ok =
       (!f.sums_in || (n <= kSkinnyAnyRows && g.batch == 1 && g.w.cols <= kMaxNormWidth)) &&
       (!f.gained || (n <= kSkinnyAnyRows && g.batch == 1 && g.accumulate && g.y_type == ElementType::F32 && f.gain &&
-                     f.sums_out));
+                     f.sums_out)) &&
+      (!f.silu_up || (n <= kSkinnyAnyRows && g.batch == 1 && !f.sums_in && aligned16(f.silu_up)));
   return g.w.type == ElementType::BF16 && n >= 1 && fold_ok &&
          (n <= kSkinnyAnyRows ||
           (n <= kSkinnyMaxRows && g.w.cols >= g.w.rows && g.w.rows * g.w.cols < kSkinnyMaxWeights)) &&
@@ -413,7 +461,8 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
         ", n ", n, ", ldx ", g.ldx, " (bf16, 1..", kSkinnyAnyRows, " rows, or up to ", kSkinnyMaxRows,
         " when K >= N and W has under ", kSkinnyMaxWeights,
         " weights; 16-byte aligned rows; a folded RMSNorm: one product of up to ", kSkinnyAnyRows,
-        " rows, reading rows up to ", kMaxNormWidth, " wide, writing from an fp32 Y added to)");
+        " rows, reading rows up to ", kMaxNormWidth, " wide, writing from an fp32 Y added to; SiLU·up: one product",
+        " of up to ", kSkinnyAnyRows, " rows, 16-byte aligned up rows, no norm read)");
   check(g.w.rows >= 1 && g.w.cols >= 1 && g.w.ld >= g.w.cols && g.ldx >= g.w.cols && g.ldy >= g.w.rows &&
             g.y != nullptr && g.batch >= 1,
         where, "bad operands: W [", g.w.rows, ", ", g.w.cols, "], ldx ", g.ldx, ", ldy ", g.ldy);
@@ -450,9 +499,9 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   p.slice_cols = slice_stages * t.stage_cols;
   check(int64_t{tiles} * p.splits <= INT_MAX && g.batch <= 65535, where, "too many rows for one launch");
   switch (n_tiles) {
-    case 1: return launch_for_output<1>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
-    case 2: return launch_for_output<2>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
-    default: return launch_for_output<4>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+    case 1: return launch_for_input<1>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+    case 2: return launch_for_input<2>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
+    default: return launch_for_input<4>(p, g.y_type, g.accumulate, tiles, g.batch, stream);
   }
 }
 

@@ -116,7 +116,9 @@ void expect_steps_match_the_cpu(const std::string& name, bool kv_fp8, double tol
     }
     for (auto [s, rows] : steps[k]) done[s] += rows;
   }
-  if (kv_fp8) EXPECT_GT(fp8_effect, 4 * tolerance);
+  if (kv_fp8) {
+    EXPECT_GT(fp8_effect, 4 * tolerance);
+  }
 }
 
 // The bound of the one-sequence fp32 test.

@@ -89,6 +89,30 @@ TEST(CudaSkinnyGemm, FoldsRmsNormIntoOneProductOfUpTo8Rows) {
   EXPECT_TRUE(test::fails_with([&] { skinny_gemm(bf16_y, 4, nullptr); }, "folded RMSNorm"));
 }
 
+TEST(CudaSkinnyGemm, FoldsSiluUpIntoOneProductOfUpTo8AlignedRows) {
+  SkinnyGemm silu = supported();
+  silu.fold.silu_up = reinterpret_cast<const __nv_bfloat16*>(uintptr_t{32768});
+  EXPECT_TRUE(skinny_gemm_supports(silu, kSkinnyAnyRows));
+  EXPECT_FALSE(skinny_gemm_supports(silu, kSkinnyAnyRows + 1));  // a first factor's shape, but folded
+  SkinnyGemm misaligned = silu;
+  misaligned.fold.silu_up = reinterpret_cast<const __nv_bfloat16*>(uintptr_t{32768 + 2});
+  EXPECT_FALSE(skinny_gemm_supports(misaligned, 4));
+  EXPECT_TRUE(test::fails_with([&] { skinny_gemm(misaligned, 4, nullptr); }, "16-byte aligned up rows"));
+  SkinnyGemm batched = silu;
+  batched.batch = 2;
+  EXPECT_FALSE(skinny_gemm_supports(batched, 4));
+  SkinnyGemm with_norm = silu;  // X is either the gained rows or the gate rows
+  with_norm.fold.sums_in = reinterpret_cast<const float*>(uintptr_t{65536});
+  EXPECT_FALSE(skinny_gemm_supports(with_norm, 4));
+  SkinnyGemm writes_norm = silu;  // a dense down: SiLU·up in, the next norm's input out
+  writes_norm.accumulate = true;
+  writes_norm.fold.gained = reinterpret_cast<__nv_bfloat16*>(uintptr_t{65536});
+  writes_norm.fold.gained_ld = 40;
+  writes_norm.fold.gain = reinterpret_cast<const float*>(uintptr_t{98304});
+  writes_norm.fold.sums_out = reinterpret_cast<float*>(uintptr_t{131072});
+  EXPECT_TRUE(skinny_gemm_supports(writes_norm, 4));
+}
+
 TEST(CudaSkinnyGemm, RefusesWhatItDoesNotTake) {
   SkinnyGemm g = supported();
   EXPECT_TRUE(test::fails_with([&] { skinny_gemm(g, kSkinnyMaxRows + 1, nullptr); }, "unsupported product"));

@@ -190,7 +190,7 @@ class GemmBatched final : public OpCase {
   int64_t ldw_, x_step_, ldx_, ldy_;
 };
 
-// An RMSNorm folded into a decode step's products (cuda::NormFold, through
+// An RMSNorm folded into a decode step's products (cuda::Fold, through
 // Gemm::run): `reads` the norm (X = bf16(x · gain) rows, the residual's
 // per-64-column sums of squares, Y scaled by 1 / rms(x row)), or `writes`
 // its input (Y fp32 added to, then gained = bf16(Y · gain) and Y's sums of
@@ -258,7 +258,7 @@ class GemmNormFold final : public OpCase {
                     : DeviceArray(cuda::norm_sums_floats(p_.out), ElementType::F32)},
         [&gemm = device.gemm(), p = p_, reads, ldw = ldw_, ldx = ldx_, ldy = ldy_, ldg = ldg_](State& s,
                                                                                             cudaStream_t) {
-          cuda::NormFold fold;
+          cuda::Fold fold;
           auto* sums = static_cast<float*>(s.sums.data());
           if (reads) {
             fold.sums_in = sums, fold.eps = kEps;
@@ -301,6 +301,72 @@ class GemmNormFold final : public OpCase {
   Problem p_;
   Side side_;
   int64_t ldw_, ldx_, ldy_, ldg_;
+};
+
+// SiLU·up folded into a decode step's product (cuda::Fold::silu_up, through
+// Gemm::run): X holds gate rows and the up rows lie `up_` columns further in
+// the same rows (prefill's gate | up buffer); the product's input is
+// bf16(silu(gate) · up). The reference is cpu::silu_mul, rounded to bf16, then
+// cpu::matmul_nt.
+class GemmSiluFold final : public OpCase {
+ public:
+  GemmSiluFold(Problem p, bool accumulate, std::string model)
+      : OpCase("Gemm::run", p.name() + (accumulate ? " accumulate" : "") + " silu(x)·up in" +
+                                (model.empty() ? "" : " " + model),
+               !model.empty()),
+        p_(p), accumulate_(accumulate), ldw_(cuda::round_up8(p.in)), up_(ldw_ + 8), ldx_(2 * up_),
+        ldy_(p.y_type == ElementType::F32 ? p.out + 3 : cuda::round_up8(p.out) + 8) {}
+
+  std::vector<Expected> reference() const override {
+    const std::vector<float> gu = as_stored(input(), ElementType::BF16), w = as_stored(weights(), p_.type);
+    std::vector<float> act(p_.n * p_.in);
+    for (int64_t r = 0; r < p_.n; ++r) cpu::silu_mul(&gu[r * ldx_], &gu[r * ldx_ + up_], p_.in, &act[r * p_.in]);
+    act = as_stored(act, ElementType::BF16);
+    const std::vector<float> xw = matmul(w, ldw_, p_, act.data(), p_.in);
+    std::vector<float> y = start();
+    double start_norm = 0;
+    for (int64_t r = 0; r < p_.n; ++r)
+      for (int64_t o = 0; o < p_.out; ++o) {
+        float& v = y[r * ldy_ + o];
+        start_norm += accumulate_ ? double{v} * v : 0.0;
+        v = (accumulate_ ? v : 0.0f) + xw[r * p_.out + o];
+      }
+    const double terms = terms_norm(w.data(), p_.out, p_.in, ldw_, act.data(), p_.n, p_.in);
+    Tolerance tol = product_tolerance(p_);
+    tol.rel += 1e-4, tol.why += "; an input's bf16 rounding may flip where the fast silu and std::exp differ";
+    return {{"y", as_stored(y, p_.y_type), tol, {}, std::sqrt(terms * terms + start_norm)}};
+  }
+
+  std::unique_ptr<DeviceOp> upload(Device& device) const override {
+    struct State {
+      DeviceArray w, x, y;
+    };
+    return device_op(
+        State{DeviceArray(weights(), p_.type), DeviceArray(input(), ElementType::BF16), DeviceArray(start(), p_.y_type)},
+        [&gemm = device.gemm(), p = p_, acc = accumulate_, ldw = ldw_, up = up_, ldx = ldx_, ldy = ldy_](
+            State& s, cudaStream_t) {
+          cuda::Fold fold;
+          fold.silu_up = s.x.bf16() + up;
+          gemm.run({s.w.data(), p.out, p.in, ldw, p.type}, s.x.data(), ldx, p.n, s.y.data(), ldy, p.y_type, acc,
+                   nullptr, cuda::Epilogue::bias, fold);
+        },
+        [](State& s, cudaStream_t) { return Outputs{s.y.download()}; });
+  }
+
+  Cost cost() const override {
+    const double e = element_bytes(p_.type), ye = element_bytes(p_.y_type) * (accumulate_ ? 2 : 1);
+    return {p_.out * p_.in * e + 2 * p_.n * p_.in * 2.0 + p_.n * p_.out * ye, 2.0 * p_.n * p_.out * p_.in};
+  }
+
+ private:
+  std::vector<float> weights() const { return random_values(p_.out * ldw_, 101); }
+  std::vector<float> input() const { return random_values(p_.n * ldx_, 102, 3.0f); }  // gate and up
+  std::vector<float> start() const {
+    return accumulate_ ? random_values(p_.n * ldy_, 103) : std::vector<float>(p_.n * ldy_, kNaN);
+  }
+  Problem p_;
+  bool accumulate_;
+  int64_t ldw_, up_, ldx_, ldy_;
 };
 
 }  // namespace
@@ -360,10 +426,21 @@ void add_gemm_cases(Table& t) {
   for (const Shape& s : {Shape{64, 40, 1}, Shape{9000, 96, 6}, Shape{300, 1000, 3}, Shape{4096, 130, 8},
                          Shape{4096, 1024, 8}})
     t.push_back(std::make_unique<GemmNormFold>(Problem{kBf16, s.out, s.in, s.n, kF32}, GemmNormFold::Side::writes));
+  // SiLU·up folded into decode products of up to cuda::kSkinnyAnyRows rows:
+  // one slice or a cluster's, bf16 out (a low-rank down's first factor) or
+  // fp32 added to (a dense down's).
+  for (const Shape& s : {Shape{40, 64, 1}, Shape{1000, 300, 3}, Shape{130, 520, 8}, Shape{37, 4099, 5},
+                         Shape{4096, 1000, 7}}) {
+    t.push_back(std::make_unique<GemmSiluFold>(Problem{kBf16, s.out, s.in, s.n, kBf16}, false, ""));
+    t.push_back(std::make_unique<GemmSiluFold>(Problem{kBf16, s.out, s.in, s.n, kF32}, true, ""));
+  }
   for (const int64_t rows : {cuda::kSkinnyAnyRows, int64_t{16}, cuda::kSkinnyMaxRows, int64_t{64}}) {
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 3072, 4096, rows, kBf16}, false, "llama-7b keep0.5 q|k|v first"));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 4096, 1024, rows, kF32}, true, "llama-7b keep0.5 o second"));
     t.push_back(std::make_unique<GemmRun>(Problem{kBf16, 1492, 11008, rows, kBf16}, false, "llama-7b keep0.5 down first"));
+    if (rows <= cuda::kSkinnyAnyRows)
+      t.push_back(
+          std::make_unique<GemmSiluFold>(Problem{kBf16, 1492, 11008, rows, kBf16}, false, "llama-7b keep0.5 down first"));
     t.push_back(
         std::make_unique<GemmBatched>(Problem{kBf16, 11008, 1496, rows, kBf16}, 2, "llama-7b keep0.5 gate,up second"));
     t.push_back(std::make_unique<GemmBatched>(Problem{kBf16, 4096, 1024, rows, kF32}, 3, "llama-7b keep0.5 q,k,v second"));
