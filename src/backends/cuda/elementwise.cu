@@ -36,7 +36,7 @@ __global__ void silu_mul_kernel(const In* gate, int64_t ld_gate, const In* up, i
     load_run(gate + r * ld_gate + c0, n, g);
     load_run(up + r * ld_up + c0, n, u);
 #pragma unroll
-    for (int i = 0; i < kRun; ++i) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (int i = 0; i < kRun; ++i) g[i] = fast_silu(g[i]) * u[i];
     store_run(out + r * cols + c0, n, g);
   });
 }

@@ -15,10 +15,11 @@ namespace fsvd::cuda {
 // y[r][c] += b[c]: the q/k/v bias add. One launch.
 void add_bias(float* y, int64_t ld, const float* b, int64_t rows, int64_t cols, cudaStream_t stream);
 
-// out[r][c] = silu(gate[r][c]) * up[r][c], the arithmetic of cpu::silu_mul in
-// fp32; gate and up hold `in_type` values (bf16 from prefill's bf16 GEMM
-// outputs); out is contiguous [rows, cols] of `out_type` (fp32 out may alias
-// fp32 gate or up when their ld is cols). One launch.
+// out[r][c] = silu(gate[r][c]) * up[r][c], cpu::silu_mul's formula in fp32
+// with the fast exp and division (kernel_helpers.cuh's fast_silu); gate and
+// up hold `in_type` values (bf16 from prefill's bf16 GEMM outputs); out is
+// contiguous [rows, cols] of `out_type` (fp32 out may alias fp32 gate or up
+// when their ld is cols). One launch.
 void silu_mul(const void* gate, int64_t ld_gate, const void* up, int64_t ld_up, ElementType in_type, int64_t rows,
               int64_t cols, void* out, ElementType out_type, cudaStream_t stream);
 

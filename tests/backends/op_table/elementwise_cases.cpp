@@ -72,7 +72,8 @@ class SiluMul final : public OpCase {
     std::vector<float> y(s_.rows * s_.cols);
     for (int64_t r = 0; r < s_.rows; ++r) cpu::silu_mul(&g[r * s_.ld], &u[r * s_.ld], s_.cols, &y[r * s_.cols]);
     return {{"out", as_stored(y, out_),
-             stored_tolerance(out_, 1e-6, "the CPU's fp32 formula; expf is within 2 ulps of std::exp")}};
+             stored_tolerance(out_, 4e-6,
+                              "the CPU's fp32 formula; __expf within 2 + 1.2|x| ulps, __fdividef 2")}};
   }
 
   std::unique_ptr<DeviceOp> upload(Device&) const override {
