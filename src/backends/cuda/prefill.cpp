@@ -222,6 +222,10 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
   const size_t next = static_cast<size_t>(index) + 1;
   const float* next_gain = next < weights_.layers().size() ? weights_.layers()[next].attn_norm : weights_.final_norm();
   packed_first(l.gate_up, m, norm_input(x, l.mlp_norm, m));
+  // Down's input: silu(gate)·up in act_b_, or formed from gate and up by its first product (down_in).
+  const __nv_bfloat16* down_x = act_b_.data();
+  int64_t down_ld = c.intermediate;
+  Fold down_in;
   if (l.gate_up.stacked_second.data) {
     // bf16 gate and up (half the bytes through memory), side by side in one
     // buffer, in one batched GEMM: each half of the stacked second factor
@@ -230,23 +234,23 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     __nv_bfloat16 *g = gate_up_b_.data(), *u = g + inter;
     gemm_.run_batched(padded_k(gate.second), staged_b_.data() + gate.offset, ld, up.offset - gate.offset, m, g,
                       2 * inter, inter, 2, ElementType::BF16);
-    // silu(gate)·up formed as down's first product stages its input, where skinny_gemm takes that product.
+    // silu(gate)·up formed as down's first product stages its input, where
+    // skinny_gemm takes that product; else a silu_mul launch into act_b_.
+    const DeviceLinear& d = l.down;
     Fold silu;
     silu.silu_up = u;
-    const DeviceLinear& d = l.down;
     const SkinnyGemm down_first{d.low_rank() ? padded_rows(d.first) : d.first, g, 2 * inter, x, c.hidden,
                                 d.low_rank() ? ElementType::BF16 : ElementType::F32, !d.low_rank(), 1, 0, 0, silu};
-    if (!d.bias && skinny_gemm_supports(down_first, m)) {
-      linear(d, g, 2 * inter, m, x, true, silu, gained_output(fold, next_gain));
-      return;
-    }
-    silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, m, inter, act_b_.data(), ElementType::BF16, stream_);
+    if (!d.bias && skinny_gemm_supports(down_first, m))
+      down_x = g, down_ld = 2 * inter, down_in = silu;
+    else
+      silu_mul(g, 2 * inter, u, 2 * inter, ElementType::BF16, m, inter, act_b_.data(), ElementType::BF16, stream_);
   } else {
     const Rows g = part_rows(gate, m, gate_.data());
     const Rows u = part_rows(up, m, up_.data());
     silu_mul(g.p, g.ld, u.p, u.ld, ElementType::F32, m, c.intermediate, act_b_.data(), ElementType::BF16, stream_);
   }
-  linear(l.down, act_b_.data(), c.intermediate, m, x, true, {}, gained_output(fold, next_gain));
+  linear(l.down, down_x, down_ld, m, x, true, down_in, gained_output(fold, next_gain));
 }
 
 int64_t Prefill::start(std::span<const int32_t> tokens, bool last_row_only) {
