@@ -35,9 +35,9 @@ __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // silu(gate) = gate · sigmoid(gate) with the fast exp and division (a few
-// ulps from expf and IEEE division): the precise sequences spilled the GEMV,
-// made skinny_gemm's folded input 15% slower a step, and silu_mul's kernel
-// cost ~6 us a layer at 32 rows (bench/results/2026-12-03-session26).
+// ulps from expf and IEEE division): the precise sequences spilled the GEMV
+// and slowed skinny_gemm's folded input and silu_mul's kernel by far more
+// than their instruction count (bench/results/2026-12-03-session26).
 __device__ __forceinline__ float fast_silu(float gate) { return __fdividef(gate, 1.0f + __expf(-gate)); }
 
 // Two floats as bf16x2 (round to nearest even), the first in the low half.

@@ -239,8 +239,11 @@ void Prefill::layer(int index, int pos, int64_t n, int64_t row0, const KvCacheLa
     const DeviceLinear& d = l.down;
     Fold silu;
     silu.silu_up = u;
-    const SkinnyGemm down_first{d.low_rank() ? padded_rows(d.first) : d.first, g, 2 * inter, x, c.hidden,
-                                d.low_rank() ? ElementType::BF16 : ElementType::F32, !d.low_rank(), 1, 0, 0, silu};
+    // The product linear() runs first (its operands as there).
+    const bool low_rank = d.low_rank();
+    const SkinnyGemm down_first{low_rank ? padded_rows(d.first) : d.first, g, 2 * inter,
+                                low_rank ? static_cast<void*>(rank_b_.data()) : x, low_rank ? rank_ld_ : d.out(),
+                                low_rank ? ElementType::BF16 : ElementType::F32, !low_rank, 1, 0, 0, silu};
     if (!d.bias && skinny_gemm_supports(down_first, m))
       down_x = g, down_ld = 2 * inter, down_in = silu;
     else
