@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 26 for session 27's first device call (binaries of 6cc76bd = main, and branch
+# Prepared in session 26 for session 27's first device call (binaries of a8febcd = main, and branch
 # next-b8's switches): B = 8 candidates beside main, then the full GPU suite on main (session 26's last
 # suite was cut short). Variants: newton = the fold's silu with one MUFU op (FSVD_SILU_NEWTON); ctas3 = the
 # split planner counting 3 CTAs an SM up to 8 rows (FSVD_SK_CTAS=3); as1/as3/as4 = decode attention with 1,
