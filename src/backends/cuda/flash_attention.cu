@@ -23,6 +23,7 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/flash_attention_sm90.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/mma.cuh"
 
@@ -58,12 +59,6 @@ struct AttentionParams {
 __device__ __forceinline__ int64_t pool_row(const int32_t* blocks, int shift, int t) {
   if (!blocks) return t;
   return (int64_t{blocks[t >> shift]} << shift) + (t & ((1 << shift) - 1));
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2(-inf) = 0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
@@ -375,17 +370,22 @@ void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStrea
   FSVD_CUDA_CHECK_LAUNCH("attention_kernel");
 }
 
-// 128-query tiles when they fill at least a wave of CTAs, else 64.
-template <int kHeadDim, bool kCausal, typename T = __nv_bfloat16>
-void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
+// Whether tiles of 128 queries (of n a sequence) fill more than a wave of
+// two CTAs an SM.
+bool big_tiles_fill_a_wave(int n_heads, int seqs, int n) {
   int device = 0, sms = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t big_tiles = int64_t{n_heads} * seqs * ((p.n + 127) / 128);
-  if (big_tiles <= int64_t{ctas_per_sm(128)} * sms)
-    launch_attention<kHeadDim, 64, kCausal, T>(p, n_heads, seqs, stream);
-  else
+  return int64_t{n_heads} * seqs * ((n + 127) / 128) > int64_t{ctas_per_sm(128)} * sms;
+}
+
+// 128-query tiles when they fill at least a wave of CTAs, else 64.
+template <int kHeadDim, bool kCausal, typename T = __nv_bfloat16>
+void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStream_t stream) {
+  if (big_tiles_fill_a_wave(n_heads, seqs, p.n))
     launch_attention<kHeadDim, 128, kCausal, T>(p, n_heads, seqs, stream);
+  else
+    launch_attention<kHeadDim, 64, kCausal, T>(p, n_heads, seqs, stream);
 }
 
 void check_aligned(const void* ptr, int64_t ld, const char* where) {
@@ -457,7 +457,12 @@ void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows
   check(scale_head_dim >= 0, where, "scale_head_dim ", scale_head_dim);
   p.scale_log2 = kLog2e / std::sqrt(static_cast<float>(scale_head_dim > 0 ? scale_head_dim : shape.head_dim));
   p.seq_offsets = seq_offsets;
-  if (shape.head_dim == 128)
+  // The wgmma kernel (128 queries a CTA) where its tiles fill a wave; below
+  // that this kernel's 64-query tiles spread the work over more SMs and were
+  // faster (bench/results/2026-12-03-session27).
+  if (packed_attention_sm90_supports(shape.head_dim) && big_tiles_fill_a_wave(shape.n_heads, seqs, max_len))
+    packed_attention_sm90(q, k, v, seq_offsets, seqs, max_len, shape.n_heads, p.group, out, p.scale_log2, stream);
+  else if (shape.head_dim == 128)
     launch_attention<128, false>(p, shape.n_heads, seqs, stream);
   else
     launch_attention<64, false>(p, shape.n_heads, seqs, stream);

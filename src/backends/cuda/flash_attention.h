@@ -49,7 +49,9 @@ struct PackedRowsOut {
 // it writes their outputs, and no other CTA reads them). Scale
 // 1/sqrt(head_dim), fp32 softmax and accumulation.
 // `scale_head_dim` > 0 scales by 1/sqrt(scale_head_dim) instead: heads
-// zero-padded to a size the kernel takes keep their own scale.
+// zero-padded to a size the kernel takes keep their own scale. On Hopper,
+// head_dim 64 batches that fill a wave of 128-query tiles run the wgmma
+// kernel of flash_attention_sm90.h instead, to the same contract.
 void packed_attention(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,
                       int seqs, int max_len, const HeadShape& shape, const PackedRowsOut& out, cudaStream_t stream,
                       int scale_head_dim = 0);
