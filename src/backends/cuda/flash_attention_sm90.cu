@@ -199,11 +199,16 @@ __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(cons
 }  // namespace
 
 bool packed_attention_sm90_supports(int head_dim) {
+#ifdef FLASHSVD_SM90A
   int device = 0, major = 0, minor = 0;
   FSVD_CUDA_CHECK(cudaGetDevice(&device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   return head_dim == kHeadDim && major == 9 && minor == 0;
+#else
+  (void)head_dim;
+  return false;  // no sm_90a code in this build: the kernel would trap
+#endif
 }
 
 void packed_attention_sm90(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,

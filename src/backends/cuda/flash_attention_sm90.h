@@ -13,7 +13,8 @@
 
 namespace fsvd::cuda {
 
-// The current device runs it (compute capability 9.0) and the head size is 64.
+// The current device runs it (compute capability 9.0, and the build has
+// sm_90a code) and the head size is 64.
 bool packed_attention_sm90_supports(int head_dim);
 
 // Arguments as packed_attention's, checked there; query head h reads kv head
