@@ -58,11 +58,6 @@ __device__ __forceinline__ void load_rows(uint32_t tile, RowAt row_at, int valid
   }
 }
 
-template <int kN>
-__device__ __forceinline__ void cp_async_wait_pending() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
-}
-
 __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(const Params p) {
   extern __shared__ unsigned char smem[];
   const uint32_t sQ = (shared_address(smem) + 1023) & ~1023u;

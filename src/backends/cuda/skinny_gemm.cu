@@ -163,11 +163,6 @@ __device__ __forceinline__ void silu_up_stage(unsigned char* gate, int valid) {
   }
 }
 
-template <int kN>
-__device__ __forceinline__ void cp_async_wait_pending() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
-}
-
 // kTiles: n8 tiles of X rows (n <= 8 kTiles). kBf16Out: Y is bf16, else
 // fp32. kSiluUp: the input is silu(X) · p.fold.silu_up.
 template <int kTiles, bool kBf16Out, bool kAccumulate, bool kSiluUp>
