@@ -4,7 +4,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device_name.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/encoder_ops.h"
 #include "backends/cuda/flash_attention.h"
 #include "backends/cuda/graph_capture.h"

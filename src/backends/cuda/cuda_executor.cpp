@@ -7,7 +7,7 @@
 #include <nvtx3/nvtx3.hpp>
 
 #include "backends/cuda/cuda_check.h"
-#include "backends/cuda/device_name.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/embedding.h"
 #include "backends/cuda/flash_attention.h"

@@ -53,6 +53,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/rope.cuh"
 
@@ -525,9 +526,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
   check_head_shape(shape, where);
   check(max_ctx >= 1, where, "max_ctx ", max_ctx, " must be positive");
   check(batch >= 1, where, "batch ", batch, " must be positive");
-  int device = 0, sm_count = 0, resident = INT_MAX;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  int resident = INT_MAX;
   for (ElementType type : {ElementType::BF16, ElementType::F32, ElementType::F8E4M3}) {
     int fit = 0;
     FSVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel_for(shape, type), kThreads, 0));
@@ -542,7 +541,7 @@ DecodeAttentionPlan plan_decode_attention(const HeadShape& shape, int max_ctx, i
   // would cost as long as the first (bench/kernels/decode_attention_notes.md).
   // A batch that fills the wave alone takes one slice a row.
   const int64_t ctas_per_split = int64_t{batch_invariant ? 1 : batch} * shape.n_kv_heads * plan.head_chunks;
-  const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count;
+  const int64_t slots = int64_t{std::clamp(resident, 1, kMaxCtasPerSm)} * sm_count();
   plan.splits = static_cast<int>(std::clamp<int64_t>(
       slots / ctas_per_split, 1, std::min<int64_t>(kMaxSplits, ceil_div(max_ctx, kMinSplitLen))));
   static_assert(sizeof(int) == sizeof(float), "the arrival counters take one float slot each");

@@ -23,9 +23,11 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/flash_attention_sm90.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/mma.cuh"
+#include "backends/cuda/swizzled_tile.cuh"
 
 namespace fsvd::cuda {
 namespace {
@@ -59,30 +61,6 @@ struct AttentionParams {
 __device__ __forceinline__ int64_t pool_row(const int32_t* blocks, int shift, int t) {
   if (!blocks) return t;
   return (int64_t{blocks[t >> shift]} << shift) + (t & ((1 << shift) - 1));
-}
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
-template <int kHeadDim>
-__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-  return static_cast<uint32_t>((row * (kHeadDim / 8) + (chunk ^ (row & 7))) * 16);
-}
-
-// kRows rows of head_dim bf16 into a swizzled tile, row r from row_at(r);
-// rows at or past `valid` (>= 1) become zeros: they read nothing (src-size
-// 0) but still name a row that exists. A pass of the CTA covers a multiple of
-// 8 rows, so each thread keeps one column chunk and swizzle.
-template <int kHeadDim, int kRows, typename RowAt>
-__device__ __forceinline__ void load_tile(uint32_t tile, RowAt row_at, int valid) {
-  constexpr int kChunks = kHeadDim / 8;
-  constexpr int kRowsPerPass = kThreads / kChunks;
-  static_assert(kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0, "whole swizzle groups a pass");
-  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
-  const uint32_t dst = tile + tile_offset<kHeadDim>(row, chunk);
-#pragma unroll
-  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
-    const int r = row + it * kRowsPerPass;
-    cp_async16(dst + it * kRowsPerPass * kHeadDim * 2, row_at(min(r, valid - 1)) + chunk * 8, r < valid ? 16 : 0);
-  }
 }
 
 // fp8 caches: kRows rows of head_dim e4m3 values into an unswizzled staging
@@ -176,13 +154,13 @@ __global__ void __launch_bounds__(kThreads, ctas_per_sm(kBlockM))
   auto key_rows = [=](int k0) { return [=](int r) { return kg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
   auto value_rows = [=](int k0) { return [=](int r) { return vg + pool_row(blocks, shift, k0 + r) * kv_ld; }; };
   const __nv_bfloat16* qg = p.q + (row_base + m0) * p.q_ld + head * kHeadDim;
-  load_tile<kHeadDim, kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
+  load_tile<kHeadDim, kBlockM, kThreads>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
   // A K or V tile of the cache: straight into its tile, or (fp8) its staging tile.
   auto load_kv = [&](uint32_t tile, uint32_t staging, auto rows, int valid) {
     if constexpr (kFp8)
       load_staging<kHeadDim, kBlockN>(staging, rows, valid);
     else
-      load_tile<kHeadDim, kBlockN>(tile, rows, valid);
+      load_tile<kHeadDim, kBlockN, kThreads>(tile, rows, valid);
   };
   load_kv(sK, sK8, key_rows(0), kv_len);
   cp_async_commit();
@@ -373,10 +351,7 @@ void launch_attention(const AttentionParams& p, int n_heads, int seqs, cudaStrea
 // Whether tiles of 128 queries (of n a sequence) fill more than a wave of
 // two CTAs an SM.
 bool big_tiles_fill_a_wave(int n_heads, int seqs, int n) {
-  int device = 0, sms = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return int64_t{n_heads} * seqs * ((n + 127) / 128) > int64_t{ctas_per_sm(128)} * sms;
+  return int64_t{n_heads} * seqs * ((n + 127) / 128) > int64_t{ctas_per_sm(128)} * sm_count();
 }
 
 // 128-query tiles when they fill at least a wave of CTAs, else 64.

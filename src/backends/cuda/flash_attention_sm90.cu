@@ -15,8 +15,10 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/mma.cuh"
+#include "backends/cuda/swizzled_tile.cuh"
 #include "backends/cuda/wgmma.cuh"
 #include "core/error.h"
 
@@ -41,23 +43,6 @@ struct Params {
   float scale_log2;
 };
 
-__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-  return static_cast<uint32_t>((row * kChunks + (chunk ^ (row & 7))) * 16);
-}
-
-// kRows rows into a swizzled tile, row r from row_at(r); rows at or past
-// `valid` (>= 1) become zeros (src-size 0, the address one that exists).
-template <int kRows, typename RowAt>
-__device__ __forceinline__ void load_rows(uint32_t tile, RowAt row_at, int valid) {
-  constexpr int kRowsPerPass = kThreads / kChunks;
-  const int row = static_cast<int>(threadIdx.x) / kChunks, chunk = threadIdx.x % kChunks;
-#pragma unroll
-  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
-    const int r = row + it * kRowsPerPass;
-    cp_async16(tile + tile_offset(r, chunk), row_at(min(r, valid - 1)) + chunk * 8, r < valid ? 16 : 0);
-  }
-}
-
 __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(const Params p) {
   extern __shared__ unsigned char smem[];
   const uint32_t sQ = (shared_address(smem) + 1023) & ~1023u;
@@ -77,12 +62,12 @@ __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(cons
   const int q_ld = p.q_ld, kv_ld = p.kv_ld;
   auto load_kv = [&](int j) {
     const int k0 = j * kBlockN;
-    load_rows<kBlockN>(sK(j), [=](int r) { return kg + int64_t{k0 + r} * kv_ld; }, n - k0);
-    load_rows<kBlockN>(sV(j), [=](int r) { return vg + int64_t{k0 + r} * kv_ld; }, n - k0);
+    load_tile<kHeadDim, kBlockN, kThreads>(sK(j), [=](int r) { return kg + int64_t{k0 + r} * kv_ld; }, n - k0);
+    load_tile<kHeadDim, kBlockN, kThreads>(sV(j), [=](int r) { return vg + int64_t{k0 + r} * kv_ld; }, n - k0);
   };
   // Q joins tile 0's group. Every stage a group (empty past the end), so
   // "all but the newest kStages - 2" is always the tile about to be used.
-  load_rows<kBlockM>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
+  load_tile<kHeadDim, kBlockM, kThreads>(sQ, [=](int r) { return qg + int64_t{r} * q_ld; }, n - m0);
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < n_tiles) load_kv(s);
@@ -104,7 +89,7 @@ __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(cons
     uint32_t q_frag[kHeadDim / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk)
-      ldmatrix_x4(q_frag[kk], sQ + tile_offset(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+      ldmatrix_x4(q_frag[kk], sQ + tile_offset<kHeadDim>(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));
 
     float s[32] = {};
     wgmma_pin(s);
@@ -177,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(cons
     const int row = warp * 16 + (lane >> 2) + 8 * hr;
 #pragma unroll
     for (int t = 0; t < 8; ++t)
-      *reinterpret_cast<uint32_t*>(q_tile + tile_offset(row, t) + 4 * (lane & 3)) =
+      *reinterpret_cast<uint32_t*>(q_tile + tile_offset<kHeadDim>(row, t) + 4 * (lane & 3)) =
           pack_bf16(o[4 * t + 2 * hr] * inv, o[4 * t + 2 * hr + 1] * inv);
   }
   __syncwarp();
@@ -186,25 +171,14 @@ __global__ void __launch_bounds__(kThreads, 2) packed_attention_sm90_kernel(cons
     const int c = it * 32 + lane;
     const int row = warp * 16 + c / kChunks, chunk = c % kChunks;
     if (m0 + row >= n) continue;
-    const uint4 val = *reinterpret_cast<const uint4*>(q_tile + tile_offset(row, chunk));
+    const uint4 val = *reinterpret_cast<const uint4*>(q_tile + tile_offset<kHeadDim>(row, chunk));
     *reinterpret_cast<uint4*>(p.out + (row_base + m0 + row) * p.out_ld + head * kHeadDim + chunk * 8) = val;
   }
 }
 
 }  // namespace
 
-bool packed_attention_sm90_supports(int head_dim) {
-#ifdef FLASHSVD_SM90A
-  int device = 0, major = 0, minor = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return head_dim == kHeadDim && major == 9 && minor == 0;
-#else
-  (void)head_dim;
-  return false;  // no sm_90a code in this build: the kernel would trap
-#endif
-}
+bool packed_attention_sm90_supports(int head_dim) { return head_dim == kHeadDim && runs_wgmma(); }
 
 void packed_attention_sm90(const PackedRows& q, const PackedRows& k, const PackedRows& v, const int32_t* seq_offsets,
                            int seqs, int max_len, int n_heads, int group, const PackedRowsOut& out, float scale_log2,

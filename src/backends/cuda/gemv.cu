@@ -105,6 +105,7 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/reduce.cuh"
 
@@ -722,11 +723,8 @@ void launch(const Request& rq, const Product* products, int count, int batch, cu
   check(!rq.norm || products[0].w.cols <= kMaxRmsnormGemvCols, where, "RMSNorm input of ", products[0].w.cols,
         " values; at most ", kMaxRmsnormGemvCols, " are supported");
 
-  int device = 0, sm_count = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
   GemvPlan plans[kMaxGemvGroups];
-  const GemvPlan plan = plan_products(products, count, batch, cfg, rq.norm, sm_count, plans);
+  const GemvPlan plan = plan_products(products, count, batch, cfg, rq.norm, sm_count(), plans);
   check(int64_t{plan.tiles} * plan.splits <= INT_MAX, where, "too many rows for one launch");
 
   Params p{};

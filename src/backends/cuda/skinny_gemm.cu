@@ -66,6 +66,7 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_helpers.cuh"
 #include "backends/cuda/mma.cuh"
 #include "core/error.h"
@@ -461,9 +462,7 @@ void skinny_gemm(const SkinnyGemm& g, int64_t n, cudaStream_t stream) {
   check(g.w.rows >= 1 && g.w.cols >= 1 && g.w.ld >= g.w.cols && g.ldx >= g.w.cols && g.ldy >= g.w.rows &&
             g.y != nullptr && g.batch >= 1,
         where, "bad operands: W [", g.w.rows, ", ", g.w.cols, "], ldx ", g.ldx, ", ldy ", g.ldy);
-  int device = 0, sms = 0;
-  FSVD_CUDA_CHECK(cudaGetDevice(&device));
-  FSVD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = sm_count();
 
   Params p{};
   p.w = static_cast<const __nv_bfloat16*>(g.w.data);
