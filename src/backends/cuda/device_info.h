@@ -8,9 +8,9 @@ namespace fsvd::cuda {
 
 std::string device_name();  // "cuda: <name of the current device>"
 int sm_count();
-// Compute capability 9.0 and a build with sm_90a code (FLASHSVD_SM90A, set by
-// CMake for this file as for the wgmma kernels' files): without that code
-// those kernels would trap.
+// Compute capability 9.0 and a build with sm_90a code (FLASHSVD_SM90A, which
+// CMake defines for this file when 90a is among the CUDA architectures):
+// without that code the wgmma kernels would trap.
 bool runs_wgmma();
 
 }  // namespace fsvd::cuda
