@@ -165,10 +165,9 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   // both with one): a dense part's is gate_up_'s, which is then the wider.
   inter_ld_ = std::max<int64_t>(c.intermediate, gate_up_ld_);
   const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, rows = rows_;
-  token_ = DeviceBuffer<int32_t>(rows);
-  pos_ = DeviceBuffer<int>(rows);
-  tables_ = DeviceBuffer<int32_t>(rows * max_blocks_);
-  params_ = DeviceBuffer<SamplingParams>(rows);
+  inputs_ = StepInputs(rows_, max_blocks_);
+  blocks_in_order_.resize(max_blocks_);
+  for (int b = 0; b < max_blocks_; ++b) blocks_in_order_[b] = b;
   chunk_blocks_ = DeviceBuffer<int32_t>(max_blocks_);
   // The GEMV step's activations: one row where several run through Prefill's buffers.
   const int64_t gemv_rows = gemm_rows() ? 1 : rows;
@@ -186,16 +185,10 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const DeviceModel> weights, KvPages p
   auto pinned = [](auto& p, size_t count, unsigned flags = cudaHostAllocDefault) {
     FSVD_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(p.put()), count * sizeof(*p.get()), flags));
   };
-  pinned(host_tokens_, rows);
-  pinned(host_pos_, rows);
-  pinned(host_tables_, rows * max_blocks_);
-  pinned(host_params_, rows);
   pinned(host_sampled_, rows);
   pinned(host_logits_, rows * c.vocab);
   pinned(ring_, kTokenRing, cudaHostAllocMapped);
   FSVD_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_ring_), ring_.get(), 0));
-  std::fill_n(host_params_.get(), rows, SamplingParams{});
-  params_.upload(std::span<const SamplingParams>(host_params_.get(), rows));
   for (Event& e : step_done_) FSVD_CUDA_CHECK(cudaEventCreateWithFlags(e.put(), cudaEventDisableTiming));
   if (weights_->type() == ElementType::BF16) {
     prefill_ = std::make_unique<Prefill>(*weights_, inv_freq_.data(), stream_);
@@ -272,15 +265,15 @@ void CudaExecutor::enqueue_layer(int index, int rows, cudaStream_t stream) {
   const Rows qkv_scratch[3] = {{q_.data(), q_dim}, {k_.data(), kv_dim}, {v_.data(), kv_dim}};
   packed_second(l.qkv, {qkv_.data(), qkv_ld_}, qkv_scratch, qkv, rows, stream);
   KvCacheLayer cache;
-  PagedRows at{pos_.data(), nullptr, tables_.data(), max_blocks_};
+  PagedRows at{inputs_.device_pos(), nullptr, inputs_.device_tables(), max_blocks_};
   if (lowrank_kv_) {
     // Append the token's rank-space k and v, rebuild the whole context (the
     // graph's shape stays fixed; rows past the token are never read).
     lowrank_kv_->store_token(index, qkv_.data() + l.qkv.parts[1].offset, qkv_.data() + l.qkv.parts[2].offset,
-                             pos_.data());
+                             inputs_.device_pos());
     lowrank_kv_->rebuild(index, context_);
     cache = lowrank_kv_->scratch();
-    at = identity_->token(pos_.data());
+    at = identity_->token(inputs_.device_pos());
   } else {
     cache = layer_cache(index);
   }
@@ -308,11 +301,12 @@ void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
   const bool gemm = rows > 1 && gemm_rows();
   if (piece == 0) {
     if (gemm)
-      prefill_->embed_rows(token_.data(), rows);
+      prefill_->embed_rows(inputs_.device_tokens(), rows);
     else
-      embedding_lookup(weights_->embed(), token_.data(), rows, x_.data(), stream);
+      embedding_lookup(weights_->embed(), inputs_.device_tokens(), rows, x_.data(), stream);
   } else if (piece <= c.n_layers && gemm) {
-    prefill_->decode_layer(piece - 1, rows, layer_cache(piece - 1), {pos_.data(), nullptr, tables_.data(), max_blocks_},
+    prefill_->decode_layer(piece - 1, rows, layer_cache(piece - 1),
+                           {inputs_.device_pos(), nullptr, inputs_.device_tables(), max_blocks_},
                            {attention_work_.at(rows).data(), attention_work_.at(rows).size(), context_});
   } else if (piece <= c.n_layers) {
     enqueue_layer(piece - 1, rows, stream);
@@ -336,11 +330,12 @@ void CudaExecutor::enqueue_piece(int piece, int rows, cudaStream_t stream) {
     }
     if (sampling_) {
       // Parameters and the draw's key (the token's position) are read on the device.
-      sample_tokens(logits, rows, c.vocab, c.vocab, params_.data(), pos_.data(), token_.data(), stream);
-      publish_token(token_.data(), pos_.data(), device_ring_, kTokenRing, stream);
+      sample_tokens(logits, rows, c.vocab, c.vocab, inputs_.device_params(), inputs_.device_pos(),
+                    inputs_.device_tokens(), stream);
+      publish_token(inputs_.device_tokens(), inputs_.device_pos(), device_ring_, kTokenRing, stream);
       if (rows > 1)
-        FSVD_CUDA_CHECK(cudaMemcpyAsync(host_sampled_, token_.data(), rows * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                        stream));
+        FSVD_CUDA_CHECK(cudaMemcpyAsync(host_sampled_, inputs_.device_tokens(), rows * sizeof(int32_t),
+                                        cudaMemcpyDeviceToHost, stream));
     } else {
       FSVD_CUDA_CHECK(cudaMemcpyAsync(host_logits_, logits, rows * c.vocab * sizeof(float), cudaMemcpyDeviceToHost,
                                       stream));
@@ -411,26 +406,15 @@ ExecutorStats CudaExecutor::stats() {
 void CudaExecutor::set_step_inputs(int32_t token, int pos) {
   // The previous step has completed (every caller synchronizes before
   // returning), so the pinned inputs are free to change.
-  host_tokens_.get()[0] = token;
-  host_pos_.get()[0] = pos;
-  if (!table0_in_order_) {
-    for (int b = 0; b < max_blocks_; ++b) host_tables_.get()[b] = b;
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(tables_.data(), host_tables_, max_blocks_ * sizeof(int32_t),
-                                    cudaMemcpyHostToDevice, stream_));
-    table0_in_order_ = true;
-  }
-  FSVD_CUDA_CHECK(cudaMemcpyAsync(token_.data(), host_tokens_, sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), host_pos_, sizeof(int), cudaMemcpyHostToDevice, stream_));
+  inputs_.token(0) = token;
+  inputs_.pos(0) = pos;
+  inputs_.set_table(0, blocks_in_order_);
+  inputs_.upload(stream_);
 }
 
 void CudaExecutor::begin_sampling(const SamplingParams& params) {
   check_sampling_params(params);
-  // As for the step inputs, the previous step has completed: the pinned copy is free.
-  if (params != host_params_.get()[0]) {
-    host_params_.get()[0] = params;
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), host_params_, sizeof(SamplingParams), cudaMemcpyHostToDevice,
-                                    stream_));
-  }
+  inputs_.params(0) = params;  // copied with the step's inputs
   sampling_ = true;
 }
 
@@ -484,8 +468,8 @@ void CudaExecutor::prefill(std::span<const int32_t> tokens, int pos, const int32
       // The last row's hidden state (and position) through the decode step's head, as row 0.
       FSVD_CUDA_CHECK(cudaMemcpyAsync(x_.data(), prefill_->hidden() + (n - 1) * config_.hidden,
                                       config_.hidden * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-      host_pos_.get()[0] = pos + static_cast<int>(tokens.size()) - 1;
-      FSVD_CUDA_CHECK(cudaMemcpyAsync(pos_.data(), host_pos_, sizeof(int), cudaMemcpyHostToDevice, stream_));
+      inputs_.pos(0) = pos + static_cast<int>(tokens.size()) - 1;
+      inputs_.upload(stream_);
       enqueue_piece(piece_count() - 1, 1, stream_);
     }
   }
@@ -581,24 +565,12 @@ void CudaExecutor::decode_rows(std::span<const DecodeRow> rows) {
   // The previous step has completed: the pinned inputs are free to change.
   for (int r = 0; r < bucket; ++r) {
     const bool real = r < n;
-    host_tokens_.get()[r] = real ? rows[r].token : 0;
-    host_pos_.get()[r] = real ? rows[r].pos : -1;  // a padding row
-    // Only when sampling, so that host_params_ keeps mirroring the device's
-    // (begin_sampling copies only what differs from it).
-    if (sampling_) host_params_.get()[r] = real ? rows[r].params : SamplingParams{};
-    int32_t* table = host_tables_.get() + int64_t{r} * max_blocks_;
-    const size_t blocks = real ? std::min<size_t>(rows[r].blocks.size(), max_blocks_) : 0;
-    std::copy_n(rows[r < n ? r : 0].blocks.begin(), blocks, table);
-    std::fill(table + blocks, table + max_blocks_, 0);
+    inputs_.token(r) = real ? rows[r].token : 0;
+    inputs_.pos(r) = real ? rows[r].pos : -1;  // a padding row
+    if (sampling_) inputs_.params(r) = real ? rows[r].params : SamplingParams{};
+    inputs_.set_table(r, real ? rows[r].blocks : std::span<const int32_t>{});
   }
-  table0_in_order_ = false;
-  auto copy = [&](void* device, const void* host, size_t bytes) {
-    FSVD_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_));
-  };
-  copy(token_.data(), host_tokens_, bucket * sizeof(int32_t));
-  copy(pos_.data(), host_pos_, bucket * sizeof(int));
-  copy(tables_.data(), host_tables_, int64_t{bucket} * max_blocks_ * sizeof(int32_t));
-  if (sampling_) copy(params_.data(), host_params_, bucket * sizeof(SamplingParams));
+  inputs_.upload(stream_);
   enqueue_step(bucket);
   FSVD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
@@ -634,9 +606,7 @@ void CudaExecutor::run_step(std::span<const SeqSlice> batch, std::span<const Sam
       if (s.tokens.size() < 2) continue;
       chunk_blocks_.upload(s.blocks.first(std::min<size_t>(s.blocks.size(), max_blocks_)));
       if (sampling_) {
-        host_params_.get()[0] = slice_params[i];
-        FSVD_CUDA_CHECK(cudaMemcpyAsync(params_.data(), host_params_, sizeof(SamplingParams),
-                                        cudaMemcpyHostToDevice, stream_));
+        inputs_.params(0) = slice_params[i];  // copied with the last row's position
       }
       const bool all = s.output == StepOutput::all;
       if (all) slice_logits[i].resize(s.tokens.size() * vocab);

@@ -20,6 +20,7 @@
 #include "backends/cuda/kv_cache.h"
 #include "backends/cuda/lowrank_kv.h"
 #include "backends/cuda/prefill.h"
+#include "backends/cuda/step_inputs.h"
 #include "backends/executor.h"
 #include "model/model.h"
 
@@ -144,11 +145,11 @@ class CudaExecutor : public Executor {
   void linear_residual(const DeviceLinear& l, DeviceVec x, int rows, cudaStream_t stream);
   GemvConfig gemv_config() const { return GemvConfig{0, 0, options_.pdl, 0, options_.batch_invariant}; }
   void capture_graphs(std::vector<GraphExec>& graphs, int rows);
-  // Copies the token and position a one-sequence step starts from to row 0
-  // (its block table the pool's blocks in order).
+  // Queues the copy of the token and position a one-sequence step starts
+  // from as row 0 (its block table the pool's blocks in order).
   void set_step_inputs(int32_t token, int pos);
-  // Starts sampling steps under `params` (checked) in row 0: copied to the
-  // device when they differ from the last ones.
+  // Starts sampling steps under `params` (checked) in row 0, copied to the
+  // device with the first step's inputs.
   void begin_sampling(const SamplingParams& params);
   // Queues one decode step of `rows` rows (capturing its graphs on first use).
   void enqueue_step(int rows);
@@ -214,16 +215,11 @@ class CudaExecutor : public Executor {
   std::unique_ptr<LowRankKv> lowrank_kv_;  // lowrank mode
   DeviceBuffer<float> inv_freq_;
   // The rows of a decode step: token, position (< 0: a padding row), block
-  // table (max_blocks_ entries a row) and sampling parameters, copied in from
-  // the pinned host_* arrays.
-  DeviceBuffer<int32_t> token_, tables_;
-  DeviceBuffer<int> pos_;
-  DeviceBuffer<SamplingParams> params_;
+  // table and sampling parameters.
+  StepInputs inputs_;
+  std::vector<int32_t> blocks_in_order_;  // a block table of the pool's blocks in order
   DeviceBuffer<int32_t> chunk_blocks_;  // a prompt chunk's block table (step)
-  PinnedHost<int32_t> host_tokens_, host_tables_, host_sampled_;
-  PinnedHost<int> host_pos_;
-  PinnedHost<SamplingParams> host_params_;
-  bool table0_in_order_ = false;  // row 0 of tables_ holds the pool's blocks in order
+  PinnedHost<int32_t> host_sampled_;
   // Mapped pinned memory: row 0's sampled tokens by position.
   static constexpr int kTokenRing = 4;
   PinnedHost<int32_t> ring_;
