@@ -11,7 +11,7 @@ git apply "$R/next_attn_1wg_pipe_unmeasured.patch" "$R/short_k_gemm_producer_unm
 cmake --build build -j"$(nproc)" --target flashsvd flashsvd_tests op_perf
 rm -rf /tmp/gb && mkdir -p /tmp/gb/lib && cp build/flashsvd build/flashsvd_tests build/op_perf /tmp/flashsvd_main /tmp/gb/
 (cd /tmp/gb && strip flashsvd flashsvd_tests op_perf flashsvd_main)
-ldd build/flashsvd_tests build/op_perf | awk '$3 ~ /^\// {print $3}' | sort -u |
+ldd build/flashsvd build/flashsvd_tests build/op_perf | awk '$3 ~ /^\// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt)\.so|/usr/local/cuda' | while read -r l; do cp -L "$l" /tmp/gb/lib/; done
 mkdir -p .dev && rm -f .dev/*.tar.xz && (cd /tmp && tar -cf - gb | xz -T"$(nproc)" -3 > "$OLDPWD/.dev/next.tar.xz")
 ls -la .dev
